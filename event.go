@@ -1,0 +1,201 @@
+package boxoffice
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// SaleMode says how reserve requests for an event are taken.
+type SaleMode string
+
+const (
+	// SaleDirect holds seats in the request itself (201).
+	SaleDirect SaleMode = "direct"
+	// SaleQueued appends the request to the flash-sale queue (202).
+	SaleQueued SaleMode = "queued"
+)
+
+// Layout limits: generous for any real venue, small enough that a bad
+// request cannot make the server expand billions of seats.
+const (
+	MaxSections        = 200
+	MaxRowsPerSection  = 702 // A..ZZ
+	MaxSeatsPerRow     = 1000
+	MaxSeatsPerEvent   = 200_000
+	MaxPriceCents      = 100_000_00 // 100,000.00 in the event's currency
+	MaxTicketLimit     = 100
+	DefaultTicketLimit = 8
+)
+
+var (
+	sectionNameRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
+	priceTierRE   = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
+)
+
+// Event is a show with a seat layout and a sale.
+type Event struct {
+	ID          ID
+	Name        string
+	Venue       string
+	StartsAt    time.Time
+	SaleOpensAt time.Time
+	SaleMode    SaleMode
+	// TicketLimit is how many seats one user may hold or own for the event.
+	TicketLimit int
+	Sections    []Section
+	CreatedAt   time.Time
+}
+
+// Section is a block of seats with one price: Rows rows of SeatsPerRow
+// seats, rows labelled A, B, ..., Z, AA, AB, ... and seats numbered from 1.
+type Section struct {
+	Name        string
+	PriceTier   string
+	PriceCents  int64
+	Rows        int
+	SeatsPerRow int
+}
+
+// Seat is one place in the layout. Its ID is "<section>-<row>-<number>",
+// stable and unique within the event; the section name cannot contain '-',
+// so the section is recoverable from the ID (SectionOf).
+type Seat struct {
+	ID         string
+	Section    string
+	Row        string
+	Number     int
+	PriceTier  string
+	PriceCents int64
+}
+
+// SeatCount is the number of seats in the layout.
+func (e *Event) SeatCount() int {
+	n := 0
+	for _, s := range e.Sections {
+		n += s.Rows * s.SeatsPerRow
+	}
+	return n
+}
+
+// SaleOpen reports whether reserve requests are accepted at now: from
+// SaleOpensAt until the show starts.
+func (e *Event) SaleOpen(now time.Time) bool {
+	return !now.Before(e.SaleOpensAt) && now.Before(e.StartsAt)
+}
+
+// Validate checks an event as submitted by an organiser. It returns an
+// EINVALID *Error naming the first problem found.
+func (e *Event) Validate() error {
+	bad := func(format string, args ...any) error { return Errorf(EINVALID, format, args...) }
+	if strings.TrimSpace(e.Name) == "" {
+		return bad("name is required")
+	}
+	if utf8.RuneCountInString(e.Name) > 200 || !utf8.ValidString(e.Name) {
+		return bad("name must be valid UTF-8 of at most 200 characters")
+	}
+	if utf8.RuneCountInString(e.Venue) > 200 || !utf8.ValidString(e.Venue) {
+		return bad("venue must be valid UTF-8 of at most 200 characters")
+	}
+	if e.StartsAt.IsZero() {
+		return bad("starts_at is required")
+	}
+	if e.SaleOpensAt.IsZero() {
+		return bad("sale_opens_at is required")
+	}
+	if !e.SaleOpensAt.Before(e.StartsAt) {
+		return bad("sale_opens_at must be before starts_at")
+	}
+	switch e.SaleMode {
+	case SaleDirect, SaleQueued:
+	default:
+		return bad("sale_mode must be %q or %q", SaleDirect, SaleQueued)
+	}
+	if e.TicketLimit < 1 || e.TicketLimit > MaxTicketLimit {
+		return bad("ticket_limit must be between 1 and %d", MaxTicketLimit)
+	}
+	if len(e.Sections) == 0 {
+		return bad("at least one section is required")
+	}
+	if len(e.Sections) > MaxSections {
+		return bad("at most %d sections", MaxSections)
+	}
+	seen := make(map[string]bool, len(e.Sections))
+	total := 0
+	for i, s := range e.Sections {
+		if !sectionNameRE.MatchString(s.Name) {
+			return bad("sections[%d].name must be 1-32 letters, digits or '_'", i)
+		}
+		if seen[s.Name] {
+			return bad("sections[%d].name %q is used twice", i, s.Name)
+		}
+		seen[s.Name] = true
+		if !priceTierRE.MatchString(s.PriceTier) {
+			return bad("sections[%d].price_tier must be 1-32 letters, digits or '_'", i)
+		}
+		if s.PriceCents < 0 || s.PriceCents > MaxPriceCents {
+			return bad("sections[%d].price_cents must be between 0 and %d", i, MaxPriceCents)
+		}
+		if s.Rows < 1 || s.Rows > MaxRowsPerSection {
+			return bad("sections[%d].rows must be between 1 and %d", i, MaxRowsPerSection)
+		}
+		if s.SeatsPerRow < 1 || s.SeatsPerRow > MaxSeatsPerRow {
+			return bad("sections[%d].seats_per_row must be between 1 and %d", i, MaxSeatsPerRow)
+		}
+		total += s.Rows * s.SeatsPerRow
+		if total > MaxSeatsPerEvent {
+			return bad("an event has at most %d seats", MaxSeatsPerEvent)
+		}
+	}
+	return nil
+}
+
+// Seats expands the layout into seats, section by section, row by row, in
+// the order the seat map and the compact availability view use.
+func (e *Event) Seats() []Seat {
+	seats := make([]Seat, 0, e.SeatCount())
+	for _, s := range e.Sections {
+		for r := 1; r <= s.Rows; r++ {
+			row := RowLabel(r)
+			for n := 1; n <= s.SeatsPerRow; n++ {
+				seats = append(seats, Seat{
+					ID:         SeatID(s.Name, row, n),
+					Section:    s.Name,
+					Row:        row,
+					Number:     n,
+					PriceTier:  s.PriceTier,
+					PriceCents: s.PriceCents,
+				})
+			}
+		}
+	}
+	return seats
+}
+
+// SeatID builds the stable id of a seat.
+func SeatID(section, row string, number int) string {
+	return section + "-" + row + "-" + strconv.Itoa(number)
+}
+
+// SectionOf returns the section part of a seat id ("" if it has none).
+func SectionOf(seatID string) string {
+	i := strings.IndexByte(seatID, '-')
+	if i < 0 {
+		return ""
+	}
+	return seatID[:i]
+}
+
+// RowLabel turns a 1-based row index into its label: 1 → A, 26 → Z,
+// 27 → AA, 702 → ZZ.
+func RowLabel(r int) string {
+	var b []byte
+	for r > 0 {
+		r--
+		b = append([]byte{byte('A' + r%26)}, b...)
+		r /= 26
+	}
+	return string(b)
+}

@@ -1,0 +1,3 @@
+module github.com/boxoffice/boxoffice
+
+go 1.26.8

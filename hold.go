@@ -1,0 +1,69 @@
+package boxoffice
+
+import (
+	"context"
+	"time"
+)
+
+// HoldRequest asks for all of SeatIDs of EventID for one booking.
+type HoldRequest struct {
+	EventID ID
+	SeatIDs []string
+	// Owner is the booking the hold is for; only it can release or confirm.
+	Owner ID
+	TTL   time.Duration
+}
+
+// Hold is a granted HoldRequest.
+type Hold struct {
+	EventID ID
+	SeatIDs []string
+	Owner   ID
+	// Fence is the fencing token: a per-event counter incremented by every
+	// granted hold, so a later hold on a seat always carries a larger one.
+	Fence     int64
+	ExpiresAt time.Time
+}
+
+// Holds is the seat-hold port: the lock layer in front of the database.
+// Implementations: inmem.Holds (embedded) and redis.Holds (production).
+// Every implementation passes holdtest.Run.
+//
+// The lock layer makes double-selling unlikely and cheap to refuse; it does
+// not make it impossible. The Store's unique constraint on valid tickets,
+// plus the fence check at confirm, is the final arbiter.
+type Holds interface {
+	// Acquire holds every seat in the request for req.TTL, or none of them.
+	// If any seat is held by another owner it returns an ESEATTAKEN *Error
+	// whose Seats lists the seats in the way. Acquiring seats the same owner
+	// already holds succeeds and refreshes their expiry (a retried request).
+	// When the lock store is down it returns EUNAVAILABLE.
+	Acquire(ctx context.Context, req HoldRequest) (Hold, error)
+
+	// Release deletes the holds on seatIDs that still belong to owner and
+	// leaves any other owner's hold alone (check-and-delete). It returns how
+	// many seats it freed.
+	Release(ctx context.Context, eventID ID, seatIDs []string, owner ID) (int, error)
+
+	// Verify returns nil if every seat is still held by owner under fence,
+	// and an EHOLDLOST *Error otherwise.
+	Verify(ctx context.Context, eventID ID, seatIDs []string, owner ID, fence int64) error
+
+	// Held reports, for each of seatIDs, whether it is held right now. The
+	// result is aligned with seatIDs. It is the seat map's read of the lock
+	// layer, so it must not cost one round trip per seat.
+	Held(ctx context.Context, eventID ID, seatIDs []string) ([]bool, error)
+
+	// Ping reports whether the lock store is reachable.
+	Ping(ctx context.Context) error
+}
+
+// Leases is a small port for short exclusive leases by key: the "a request
+// with this idempotency key is in flight" marker. A lease ends when its
+// holder calls the returned release func, or by itself after ttl (a crashed
+// holder cannot block a key for longer).
+type Leases interface {
+	// TryLease takes the lease on key for ttl. It returns EIDEMINFLIGHT when
+	// someone else holds it, EUNAVAILABLE when the store is down.
+	TryLease(ctx context.Context, key string, ttl time.Duration) (release func(), err error)
+}

@@ -1,0 +1,61 @@
+package boxoffice
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// ID is a Snowflake-style 64-bit identifier (see package snowflake). It is
+// rendered as a decimal string in JSON because JavaScript numbers lose
+// precision above 2^53.
+type ID int64
+
+// ParseID parses the decimal form of an ID. It returns an EINVALID error for
+// anything that is not a positive 64-bit decimal number.
+func ParseID(s string) (ID, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, Errorf(EINVALID, "invalid id %q", truncate(s, 32))
+	}
+	return ID(n), nil
+}
+
+func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
+
+// MarshalText makes IDs decimal strings in JSON, including as map keys.
+func (id ID) MarshalText() ([]byte, error) { return strconv.AppendInt(nil, int64(id), 10), nil }
+
+// UnmarshalText accepts the decimal string form.
+func (id *ID) UnmarshalText(b []byte) error {
+	v, err := ParseID(string(b))
+	if err != nil {
+		return err
+	}
+	*id = v
+	return nil
+}
+
+// UnmarshalJSON accepts a decimal string, and a bare JSON number for
+// clients that send one.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		return id.UnmarshalText([]byte(s))
+	}
+	return id.UnmarshalText(b)
+}
+
+// IDGenerator hands out unique IDs. snowflake.Generator implements it.
+type IDGenerator interface {
+	NextID() ID
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
