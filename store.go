@@ -90,7 +90,9 @@ type Payment struct {
 type BookingStore interface {
 	// CreateBooking writes a pending booking (see NewBooking for the limit
 	// and idempotency rules). Errors: ELIMIT, EIDEMINFLIGHT, ENOTFOUND for
-	// an unknown event.
+	// an unknown event, and ESEATTAKEN (naming the seats) when a seat already
+	// has a valid ticket: the lock layer forgets a sold seat once its hold
+	// runs out, the database does not.
 	CreateBooking(ctx context.Context, nb NewBooking) error
 
 	// Booking returns a booking, with its tickets once confirmed, or

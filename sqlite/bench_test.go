@@ -1,0 +1,114 @@
+package sqlite_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/sqlite"
+)
+
+// Run with:
+//
+//	go test -run '^$' -bench . -benchtime 3s ./sqlite
+//
+// Each benchmark reports ops/s besides ns/op; with RunParallel ns/op is
+// wall time divided by operations, so the two say the same thing.
+
+var benchNow = time.Date(2030, 6, 1, 18, 0, 0, 0, time.UTC)
+
+// benchStore opens a store with one event of 200,000 seats.
+func benchStore(b *testing.B) (*sqlite.Store, *boxoffice.Event, []boxoffice.Seat) {
+	b.Helper()
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	e := &boxoffice.Event{
+		ID: 1, Name: "Bench", StartsAt: benchNow.Add(24 * time.Hour), SaleOpensAt: benchNow.Add(-time.Hour),
+		SaleMode: boxoffice.SaleQueued, TicketLimit: boxoffice.DefaultTicketLimit, CreatedAt: benchNow,
+	}
+	for i := range 4 {
+		e.Sections = append(e.Sections, boxoffice.Section{
+			Name: fmt.Sprint("S", i), PriceTier: "std", PriceCents: 5000, Rows: 200, SeatsPerRow: 250,
+		})
+	}
+	if err := s.CreateEvent(b.Context(), e); err != nil {
+		b.Fatal(err)
+	}
+	return s, e, e.Seats()
+}
+
+// booking returns the pending booking number i: two adjacent seats, its own
+// user, an idempotency record, as the reserve path writes it.
+func booking(e *boxoffice.Event, seats []boxoffice.Seat, i int64) boxoffice.NewBooking {
+	j := int(i*2) % (len(seats) - 1)
+	user := fmt.Sprint("user-", i)
+	return boxoffice.NewBooking{
+		Booking: &boxoffice.Booking{
+			ID: boxoffice.ID(1_000_000 + i), EventID: e.ID, UserID: user,
+			SeatIDs: []string{seats[j].ID, seats[j+1].ID}, Fence: i + 1, AmountCents: 10000,
+			HeldUntil: benchNow.Add(10 * time.Minute), CreatedAt: benchNow, UpdatedAt: benchNow,
+		},
+		TicketLimit: boxoffice.DefaultTicketLimit,
+		Idempotency: &boxoffice.IdempotencyRecord{
+			UserID: user, Key: "reserve", RequestHash: "h", Status: 201, Body: []byte(`{"booking_id":"1"}`),
+			CreatedAt: benchNow, ExpiresAt: benchNow.Add(24 * time.Hour),
+		},
+	}
+}
+
+func BenchmarkCreateBooking(b *testing.B) {
+	s, e, seats := benchStore(b)
+	ctx := b.Context()
+	var next atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.CreateBooking(ctx, booking(e, seats, next.Add(1))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+func BenchmarkConfirmBooking(b *testing.B) {
+	s, e, seats := benchStore(b)
+	ctx := b.Context()
+	// One pending booking per operation, on seats of its own: the
+	// benchmark measures confirms, never a seat-taken refusal.
+	if b.N > len(seats)/2 {
+		b.Fatalf("b.N = %d needs more than %d seats; lower -benchtime", b.N, len(seats))
+	}
+	for i := range int64(b.N) {
+		if err := s.CreateBooking(ctx, booking(e, seats, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1) - 1
+			nb := booking(e, seats, i).Booking
+			c := boxoffice.ConfirmBooking{
+				BookingID: nb.ID, Fence: nb.Fence, Now: benchNow.Add(time.Minute), Code: fmt.Sprint("CONF-", i),
+				Payment: boxoffice.Payment{BookingID: nb.ID, AuthID: fmt.Sprint("auth-", i), AmountCents: nb.AmountCents},
+			}
+			for k, seat := range nb.SeatIDs {
+				c.Tickets = append(c.Tickets, boxoffice.Ticket{ID: boxoffice.ID(10_000_000 + 2*i + int64(k)), SeatID: seat, Code: fmt.Sprint("T-", i, "-", k)})
+			}
+			if _, err := s.ConfirmBooking(ctx, c); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}

@@ -1,0 +1,396 @@
+package sqlite
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// CreateBooking writes a pending booking and its seats, after checking the
+// user's ticket limit inside the same write transaction. The transactions
+// of this store run one at a time (one writer connection, BEGIN
+// IMMEDIATE), so parallel requests of one user see each other's bookings.
+//
+// A booking is live when it is pending and its hold runs past
+// nb.Booking.CreatedAt, the request's "now" (the port passes no other).
+// The booking is written as pending whatever nb.Booking.Status says.
+//
+// Errors, in the order they are checked: EINVALID for no seats,
+// ENOTFOUND for an unknown event, EIDEMINFLIGHT when nb.Idempotency's key
+// is taken (so a retry is told it is a retry), ESEATTAKEN naming the seats
+// that already have a valid ticket (the lock layer forgets a sold seat once
+// its hold runs out; the database does not), ELIMIT, ECONFLICT when the
+// booking ID is taken, EINVALID for a seat named twice or not in the layout.
+func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
+	b := nb.Booking
+	if b == nil || len(b.SeatIDs) == 0 {
+		return boxoffice.Errorf(boxoffice.EINVALID, "a booking needs at least one seat")
+	}
+	return s.writeTx(ctx, func(tx *txn) error {
+		var eventExists bool
+		if err := tx.QueryRowContext(ctx,
+			`SELECT EXISTS (SELECT 1 FROM events WHERE id = ?)`, b.EventID,
+		).Scan(&eventExists); err != nil {
+			return err
+		}
+		if !eventExists {
+			return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %d not found", b.EventID)
+		}
+		if nb.Idempotency != nil {
+			if err := insertIdempotency(ctx, tx, nb.Idempotency); err != nil {
+				return err
+			}
+		}
+
+		// CROSS JOIN keeps the requested seats the outer loop (SQLite does
+		// not reorder it): a few index probes, not a walk over every ticket
+		// already sold for the event.
+		rows, err := tx.QueryContext(ctx, `
+			SELECT j.value
+			FROM json_each(?) j
+			CROSS JOIN tickets t
+			WHERE t.event_id = ? AND t.seat_id = j.value AND t.status = 'valid'
+			ORDER BY j.key`, jsonStrings(b.SeatIDs), b.EventID)
+		if err != nil {
+			return err
+		}
+		sold, err := collect(rows, scanString)
+		if err != nil {
+			return err
+		}
+		if len(sold) > 0 {
+			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: sold}
+		}
+
+		var taken int
+		if err := tx.QueryRowContext(ctx, `
+			SELECT count(*)
+			FROM bookings b
+			JOIN booking_seats bs ON bs.booking_id = b.id
+			WHERE b.event_id = ? AND b.user_id = ?
+			  AND (b.status = 'confirmed' OR (b.status = 'pending' AND b.held_until > ?))`,
+			b.EventID, b.UserID, millis(b.CreatedAt),
+		).Scan(&taken); err != nil {
+			return err
+		}
+		if taken+len(b.SeatIDs) > nb.TicketLimit {
+			return boxoffice.Errorf(boxoffice.ELIMIT,
+				"at most %d tickets per user for this event: %d already held or bought", nb.TicketLimit, taken)
+		}
+
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
+			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)`,
+			b.ID, b.EventID, b.UserID, b.Fence, b.AmountCents, millis(b.HeldUntil), millis(b.CreatedAt), millis(b.UpdatedAt))
+		if isUniqueViolation(err) {
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d already exists", b.ID)
+		}
+		if err != nil {
+			return err
+		}
+
+		// One prepared row at a time: a booking has a handful of seats.
+		for i, seat := range b.SeatIDs {
+			_, err := tx.ExecContext(ctx, `
+				INSERT INTO booking_seats (booking_id, position, event_id, seat_id)
+				VALUES (?, ?, ?, ?)`,
+				b.ID, i, b.EventID, seat)
+			switch {
+			case isUniqueViolation(err):
+				return boxoffice.Errorf(boxoffice.EINVALID, "a booking lists a seat twice")
+			case isForeignKeyViolation(err):
+				return unknownSeats(ctx, tx, b.EventID, b.SeatIDs)
+			case err != nil:
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// unknownSeats returns the EINVALID error naming the seats that are not in
+// the event's layout.
+func unknownSeats(ctx context.Context, tx *txn, eventID boxoffice.ID, seatIDs []string) error {
+	rows, err := tx.QueryContext(ctx, `
+		SELECT j.value
+		FROM json_each(?) j
+		WHERE NOT EXISTS (SELECT 1 FROM seats WHERE event_id = ? AND seat_id = j.value)
+		ORDER BY j.key`, jsonStrings(seatIDs), eventID)
+	if err != nil {
+		return err
+	}
+	unknown, err := collect(rows, scanString)
+	if err != nil {
+		return err
+	}
+	return &boxoffice.Error{Code: boxoffice.EINVALID, Message: "no such seat in this event", Seats: unknown}
+}
+
+// Booking returns a booking with its seats and tickets, or ENOTFOUND.
+func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Booking, error) {
+	var b *boxoffice.Booking
+	err := s.readTx(ctx, func(tx *txn) error {
+		var err error
+		b, err = loadBooking(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// ConfirmBooking moves a pending booking to confirmed, issuing its tickets
+// and recording the authorized payment, in one transaction (see the port
+// for the errors). The tickets' ID, SeatID and Code are taken from c; their
+// event, booking and user come from the booking, their status is valid and
+// their IssuedAt is c.Now. A zero c.Payment.CreatedAt means c.Now.
+// Tickets that do not name each seat of the booking exactly once, or a
+// payment without an AuthID, fail with EINVALID.
+//
+// The unique index on valid tickets, not a prior read, decides ESEATTAKEN:
+// it holds whatever the lock layer and this code did.
+func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error) {
+	var out *boxoffice.Booking
+	err := s.writeTx(ctx, func(tx *txn) error {
+		b, err := loadBooking(ctx, tx, c.BookingID)
+		if err != nil {
+			return err
+		}
+		switch b.Status {
+		case boxoffice.BookingConfirmed:
+			out = b
+			return nil
+		case boxoffice.BookingPending:
+		default:
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d is %s", b.ID, b.Status)
+		}
+		if c.Fence != b.Fence {
+			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %d: the hold was taken over", b.ID)
+		}
+		if !c.Now.Before(b.HeldUntil) {
+			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %d: the hold ran out", b.ID)
+		}
+		if err := checkTickets(b, c.Tickets); err != nil {
+			return err
+		}
+		if c.Payment.AuthID == "" {
+			return boxoffice.Errorf(boxoffice.EINVALID, "booking %d: the payment has no authorization id", b.ID)
+		}
+
+		var newer bool
+		if err := tx.QueryRowContext(ctx, `
+			SELECT EXISTS (
+				SELECT 1
+				FROM booking_seats mine
+				JOIN booking_seats other
+				  ON other.event_id = mine.event_id AND other.seat_id = mine.seat_id AND other.booking_id <> mine.booking_id
+				JOIN bookings o ON o.id = other.booking_id
+				WHERE mine.booking_id = ?
+				  AND o.status = 'pending' AND o.held_until > ? AND o.fence > ?
+			)`, b.ID, millis(c.Now), b.Fence,
+		).Scan(&newer); err != nil {
+			return err
+		}
+		if newer {
+			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %d: a newer hold claims one of its seats", b.ID)
+		}
+
+		for _, t := range c.Tickets {
+			_, err := tx.ExecContext(ctx, `
+				INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
+				VALUES (?, ?, ?, ?, ?, ?, 'valid', ?)`,
+				t.ID, b.EventID, b.ID, t.SeatID, b.UserID, t.Code, millis(c.Now))
+			if isUniqueViolation(err) {
+				return ticketConflict(ctx, tx, b.ID)
+			}
+			if err != nil {
+				return err
+			}
+		}
+
+		paidAt := c.Payment.CreatedAt
+		if paidAt.IsZero() {
+			paidAt = c.Now
+		}
+		if _, err := tx.ExecContext(ctx, `
+			INSERT INTO payments (booking_id, auth_id, amount_cents, status, created_at)
+			VALUES (?, ?, ?, 'authorized', ?)`,
+			b.ID, c.Payment.AuthID, c.Payment.AmountCents, millis(paidAt)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE bookings
+			SET status = 'confirmed', confirmation_code = ?, payment_auth_id = ?, updated_at = ?
+			WHERE id = ?`,
+			c.Code, c.Payment.AuthID, millis(c.Now), b.ID); err != nil {
+			return err
+		}
+		if c.Idempotency != nil {
+			if err := insertIdempotency(ctx, tx, c.Idempotency); err != nil {
+				return err
+			}
+		}
+		out, err = loadBooking(ctx, tx, b.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkTickets refuses tickets that do not cover each seat of b exactly
+// once, or lack an id or a code.
+func checkTickets(b *boxoffice.Booking, tickets []boxoffice.Ticket) error {
+	want := make(map[string]bool, len(b.SeatIDs))
+	for _, seat := range b.SeatIDs {
+		want[seat] = true
+	}
+	for _, t := range tickets {
+		if t.ID <= 0 || t.Code == "" {
+			return boxoffice.Errorf(boxoffice.EINVALID, "booking %d: every ticket needs an id and a code", b.ID)
+		}
+		if !want[t.SeatID] {
+			return &boxoffice.Error{Code: boxoffice.EINVALID, Message: "a ticket names a seat the booking does not hold, or names it twice", Seats: []string{t.SeatID}}
+		}
+		delete(want, t.SeatID)
+	}
+	if len(want) > 0 {
+		return boxoffice.Errorf(boxoffice.EINVALID, "booking %d: %d of its seats have no ticket", b.ID, len(want))
+	}
+	return nil
+}
+
+// ticketConflict explains a unique violation on tickets: a seat of the
+// booking already has a valid ticket (ESEATTAKEN, naming the seats), or
+// else a ticket id or code is already in use.
+func ticketConflict(ctx context.Context, tx *txn, bookingID boxoffice.ID) error {
+	rows, err := tx.QueryContext(ctx, `
+		SELECT bs.seat_id
+		FROM booking_seats bs
+		JOIN tickets t ON t.event_id = bs.event_id AND t.seat_id = bs.seat_id AND t.status = 'valid'
+		WHERE bs.booking_id = ?
+		ORDER BY bs.position`, bookingID)
+	if err != nil {
+		return err
+	}
+	taken, err := collect(rows, scanString)
+	if err != nil {
+		return err
+	}
+	if len(taken) > 0 {
+		return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "a seat of this booking is already sold", Seats: taken}
+	}
+	return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d: a ticket id or code is already in use", bookingID)
+}
+
+// ReleaseBooking moves a pending booking to released or expired (to) and
+// returns it. Errors: EINVALID for another target status, ENOTFOUND,
+// ECONFLICT if it was not pending.
+func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffice.BookingStatus, now time.Time) (*boxoffice.Booking, error) {
+	if to != boxoffice.BookingReleased && to != boxoffice.BookingExpired {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "a booking is released to %q or %q, not %q",
+			boxoffice.BookingReleased, boxoffice.BookingExpired, to)
+	}
+	var out *boxoffice.Booking
+	err := s.writeTx(ctx, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, `
+			UPDATE bookings SET status = ?, updated_at = ?
+			WHERE id = ? AND status = 'pending'`,
+			to, millis(now), id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if out, err = loadBooking(ctx, tx, id); err != nil {
+			return err
+		}
+		if n == 0 {
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d is %s", id, out.Status)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ExpireBookings moves up to limit pending bookings whose hold ran out by
+// cutoff (held_until <= cutoff: the moment a hold stops being live, as in
+// Booking.Live) to expired, oldest hold first, and returns them. Their
+// UpdatedAt is cutoff.
+func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int) ([]*boxoffice.Booking, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []*boxoffice.Booking
+	err := s.writeTx(ctx, func(tx *txn) error {
+		rows, err := tx.QueryContext(ctx, `
+			UPDATE bookings SET status = 'expired', updated_at = ?
+			WHERE id IN (
+				SELECT id FROM bookings
+				WHERE status = 'pending' AND held_until <= ?
+				ORDER BY held_until, id
+				LIMIT ?
+			)
+			RETURNING `+bookingColumns,
+			millis(cutoff), millis(cutoff), limit)
+		if err != nil {
+			return err
+		}
+		if out, err = collect(rows, scanBooking); err != nil {
+			return err
+		}
+		return attachSeats(ctx, tx, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].HeldUntil.Equal(out[j].HeldUntil) {
+			return out[i].HeldUntil.Before(out[j].HeldUntil)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// attachSeats fills in the seats of bookings, in request order.
+func attachSeats(ctx context.Context, q querier, bookings []*boxoffice.Booking) error {
+	if len(bookings) == 0 {
+		return nil
+	}
+	byID := make(map[boxoffice.ID]*boxoffice.Booking, len(bookings))
+	ids := make([]boxoffice.ID, len(bookings))
+	for i, b := range bookings {
+		byID[b.ID], ids[i] = b, b.ID
+	}
+	rows, err := q.QueryContext(ctx, `
+		SELECT booking_id, seat_id
+		FROM booking_seats
+		WHERE booking_id IN (SELECT value FROM json_each(?))
+		ORDER BY booking_id, position`, jsonIDs(ids))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id   boxoffice.ID
+			seat string
+		)
+		if err := rows.Scan(&id, &seat); err != nil {
+			return err
+		}
+		b := byID[id]
+		b.SeatIDs = append(b.SeatIDs, seat)
+	}
+	return rows.Err()
+}

@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// Idempotency returns the record for (userID, key), or ENOTFOUND. An
+// expired record not yet purged is still returned.
+func (s *Store) Idempotency(ctx context.Context, userID, key string) (*boxoffice.IdempotencyRecord, error) {
+	r, err := scanIdempotency(s.read.QueryRowContext(ctx, `
+		SELECT `+idempotencyColumns+`
+		FROM idempotency_keys
+		WHERE user_id = ? AND key = ?`, userID, key))
+	if err == sql.ErrNoRows {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no idempotency record for this key")
+	}
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	return r, nil
+}
+
+// PutIdempotency records a response for a request that wrote nothing else.
+// A record already present fails with EIDEMINFLIGHT.
+func (s *Store) PutIdempotency(ctx context.Context, r *boxoffice.IdempotencyRecord) error {
+	return s.writeTx(ctx, func(tx *txn) error {
+		return insertIdempotency(ctx, tx, r)
+	})
+}
+
+// insertIdempotency writes r in tx; EIDEMINFLIGHT if (user, key) is taken.
+func insertIdempotency(ctx context.Context, tx *txn, r *boxoffice.IdempotencyRecord) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO idempotency_keys (user_id, key, request_hash, status, body, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		r.UserID, r.Key, r.RequestHash, r.Status, r.Body, millis(r.CreatedAt), millis(r.ExpiresAt))
+	if isUniqueViolation(err) {
+		return boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with this idempotency key was already made")
+	}
+	return err
+}
+
+// PurgeIdempotency deletes records that expired before now (expires_at <
+// now) and returns how many.
+func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error) {
+	var n int64
+	err := s.writeTx(ctx, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at < ?`, millis(now))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
