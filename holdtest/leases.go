@@ -1,0 +1,115 @@
+package holdtest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+var leaseSpecs = []spec{
+	{"Exclusive", testLeaseExclusive},
+	{"ReleaseFreesIt", testLeaseRelease},
+	{"ExpiresAfterTTL", testLeaseExpires},
+	{"LateReleaseNeverFreesNewerLease", testLeaseLateRelease},
+	{"OneWinnerUnderConcurrency", testLeaseOneWinner},
+}
+
+// newKey returns a lease key no other test run uses.
+func newKey(name string) string { return "holdtest:" + newID().String() + ":" + name }
+
+// lease takes key, failing the test if it cannot.
+func lease(t testing.TB, h Harness, key string, ttl time.Duration) func() {
+	t.Helper()
+	release, err := h.Leases.TryLease(context.Background(), key, ttl)
+	if err != nil {
+		t.Fatalf("TryLease(%q) = %v, want the lease", key, err)
+	}
+	if release == nil {
+		t.Fatalf("TryLease(%q) returned a nil release func", key)
+	}
+	return release
+}
+
+// wantInFlight asserts that key is leased by someone else.
+func wantInFlight(t testing.TB, h Harness, key string) {
+	t.Helper()
+	_, err := h.Leases.TryLease(context.Background(), key, long)
+	wantCode(t, err, boxoffice.EIDEMINFLIGHT)
+}
+
+func testLeaseExclusive(t *testing.T, h Harness) {
+	key := newKey("a")
+	lease(t, h, key, long)
+
+	wantInFlight(t, h, key)
+	lease(t, h, newKey("b"), long) // other keys are not affected
+}
+
+func testLeaseRelease(t *testing.T, h Harness) {
+	key := newKey("a")
+	release := lease(t, h, key, long)
+
+	release()
+
+	lease(t, h, key, long)
+}
+
+func testLeaseExpires(t *testing.T, h Harness) {
+	key := newKey("a")
+	lease(t, h, key, short)
+
+	h.Advance(short / 2)
+	wantInFlight(t, h, key)
+	h.Advance(short/2 + short/3)
+	lease(t, h, key, long)
+}
+
+// A holder back after its lease expired and someone else took the key
+// must not end the new lease; neither must a second call of a release func.
+func testLeaseLateRelease(t *testing.T, h Harness) {
+	key := newKey("a")
+	late := lease(t, h, key, short)
+	h.Advance(short + short/3)
+	newer := lease(t, h, key, long)
+
+	late()
+	wantInFlight(t, h, key)
+
+	newer()
+	newest := lease(t, h, key, long)
+	newer()
+	wantInFlight(t, h, key)
+	newest()
+}
+
+func testLeaseOneWinner(t *testing.T, h Harness) {
+	key := newKey("a")
+	errs := make([]error, racers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = h.Leases.TryLease(context.Background(), key, long)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	winners := 0
+	for _, err := range errs {
+		switch boxoffice.ErrorCode(err) {
+		case "":
+			winners++
+		case boxoffice.EIDEMINFLIGHT:
+		default:
+			t.Errorf("TryLease = %v, want the lease or %s", err, boxoffice.EIDEMINFLIGHT)
+		}
+	}
+	if winners != 1 {
+		t.Errorf("%d of %d racers got the lease, want exactly 1", winners, racers)
+	}
+}
