@@ -1,0 +1,102 @@
+package sale
+
+import (
+	"context"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// BookingView is a booking as its owner sees it.
+type BookingView struct {
+	BookingID        boxoffice.ID `json:"booking_id"`
+	EventID          boxoffice.ID `json:"event_id"`
+	UserID           string       `json:"user_id"`
+	Status           string       `json:"status"`
+	SeatIDs          []string     `json:"seat_ids"`
+	AmountCents      int64        `json:"amount_cents"`
+	HeldUntil        string       `json:"held_until,omitempty"`
+	PaymentURL       string       `json:"payment_url,omitempty"`
+	ConfirmationCode string       `json:"confirmation_code,omitempty"`
+	Tickets          []TicketView `json:"tickets,omitempty"`
+	CreatedAt        string       `json:"created_at"`
+}
+
+// View renders a booking with its status as of now.
+func (s *Service) View(b *boxoffice.Booking) *BookingView {
+	now := s.now()
+	st := b.EffectiveStatus(now)
+	v := &BookingView{BookingID: b.ID, EventID: b.EventID, UserID: b.UserID, Status: string(st),
+		SeatIDs: b.SeatIDs, AmountCents: b.AmountCents, ConfirmationCode: b.ConfirmationCode,
+		CreatedAt: b.CreatedAt.UTC().Format(timeFormat)}
+	if st == boxoffice.BookingPending {
+		v.HeldUntil = b.HeldUntil.UTC().Format(timeFormat)
+		v.PaymentURL = PaymentURL(b.ID)
+	}
+	if st == boxoffice.BookingConfirmed {
+		v.Tickets = confirmationOf(b).Tickets
+	}
+	return v
+}
+
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Booking returns a booking its owner (or an admin) may see; anyone else
+// gets ENOTFOUND, so ids of other users' bookings reveal nothing.
+func (s *Service) Booking(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
+	b, err := s.store.Booking(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if b.UserID != u.ID && !u.IsAdmin() {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such booking")
+	}
+	return b, nil
+}
+
+// ownBooking is Booking for changes: only the owner, not even an admin,
+// may confirm or release a hold.
+func (s *Service) ownBooking(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
+	b, err := s.store.Booking(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if b.UserID != u.ID {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such booking")
+	}
+	return b, nil
+}
+
+// Release gives a pending booking's seats back. Releasing a booking that is
+// already released or expired returns it as it is (DELETE is idempotent);
+// a confirmed booking cannot be released (ECONFLICT).
+func (s *Service) Release(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
+	b, err := s.ownBooking(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	switch b.Status {
+	case boxoffice.BookingReleased, boxoffice.BookingExpired, boxoffice.BookingFailed:
+		return b, nil
+	case boxoffice.BookingConfirmed:
+		return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "a confirmed booking cannot be released")
+	}
+	to := boxoffice.BookingReleased
+	if b.EffectiveStatus(now) == boxoffice.BookingExpired {
+		to = boxoffice.BookingExpired
+	}
+	// The database first: once it says released, no confirm can win; then
+	// the lock layer, with check-and-delete so a newer holder is untouched.
+	nb, err := s.store.ReleaseBooking(ctx, id, to, now)
+	if isCode(err, boxoffice.ECONFLICT) {
+		if nb, err = s.store.Booking(ctx, id); err == nil && nb.Status == boxoffice.BookingConfirmed {
+			return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "a confirmed booking cannot be released")
+		}
+		return nb, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.releaseHold(ctx, b.EventID, b.SeatIDs, b.ID)
+	return nb, nil
+}

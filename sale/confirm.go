@@ -1,0 +1,203 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// ConfirmRequest pays for a pending booking.
+type ConfirmRequest struct {
+	BookingID      boxoffice.ID
+	PaymentToken   string
+	IdempotencyKey string
+}
+
+// TicketView is a ticket as its owner sees it.
+type TicketView struct {
+	TicketID boxoffice.ID `json:"ticket_id"`
+	EventID  boxoffice.ID `json:"event_id"`
+	SeatID   string       `json:"seat_id"`
+	Code     string       `json:"code"`
+	Status   string       `json:"status"`
+}
+
+// Confirmation is the answer to a successful confirm, and to every repeat.
+type Confirmation struct {
+	BookingID        boxoffice.ID `json:"booking_id"`
+	ConfirmationCode string       `json:"confirmation_code"`
+	AmountCents      int64        `json:"amount_cents"`
+	Tickets          []TicketView `json:"tickets"`
+	Replayed         bool         `json:"-"`
+}
+
+func confirmationOf(b *boxoffice.Booking) *Confirmation {
+	c := &Confirmation{BookingID: b.ID, ConfirmationCode: b.ConfirmationCode, AmountCents: b.AmountCents, Tickets: []TicketView{}}
+	for _, t := range b.Tickets {
+		c.Tickets = append(c.Tickets, TicketView{TicketID: t.ID, EventID: t.EventID, SeatID: t.SeatID, Code: t.Code, Status: string(t.Status)})
+	}
+	return c
+}
+
+// Confirm charges the payment token and issues the tickets of a pending
+// booking that is still this user's hold. The order is: check the hold,
+// authorize, write tickets (the database is the arbiter), capture; any
+// failure after authorizing voids, so a booking that lost its seats is
+// never charged. A repeat returns the same confirmation.
+//
+// Errors: EIDEMMISSING, EIDEMMISMATCH, EIDEMINFLIGHT (another confirm of
+// this booking is running), ENOTFOUND (no such booking, or not the user's),
+// ECONFLICT (released), EHOLDLOST (expired or taken over: nothing charged),
+// EPAYMENTDECLINED (the hold stays), EPAYMENTFAILED, ESEATTAKEN,
+// EUNAVAILABLE.
+func (s *Service) Confirm(ctx context.Context, u boxoffice.User, req ConfirmRequest) (*Confirmation, error) {
+	if err := checkKey(req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	if req.PaymentToken == "" {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "payment_token is required")
+	}
+	if len(req.PaymentToken) > 255 {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "payment_token is too long")
+	}
+	b, err := s.ownBooking(ctx, u, req.BookingID)
+	if err != nil {
+		return nil, err
+	}
+	hash := requestHash("confirm", req.BookingID.String(), req.PaymentToken)
+	var out Confirmation
+	if err := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &out); !errors.Is(err, errNoRecord) {
+		if err != nil {
+			return nil, err
+		}
+		out.Replayed = true
+		return &out, nil
+	}
+	if b.Status == boxoffice.BookingConfirmed {
+		return s.confirmed(ctx, u, req, hash, b)
+	}
+	if err := confirmable(b, s.now()); err != nil {
+		return nil, err
+	}
+
+	// One confirm per booking at a time, whatever key it carries.
+	release, err := s.leases.TryLease(ctx, "confirm\x00"+b.ID.String(), s.cfg.PaymentTimeout+10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if b, err = s.store.Booking(ctx, req.BookingID); err != nil {
+		return nil, err
+	}
+	if b.Status == boxoffice.BookingConfirmed {
+		return s.confirmed(ctx, u, req, hash, b)
+	}
+	if err := confirmable(b, s.now()); err != nil {
+		return nil, err
+	}
+	if err := s.holds.Verify(ctx, b.EventID, b.SeatIDs, b.ID, b.Fence); err != nil {
+		return nil, err // lost before paying: nothing charged
+	}
+
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.PaymentTimeout)
+	auth, err := s.payments.Authorize(pctx, boxoffice.PaymentRequest{
+		Token: req.PaymentToken, AmountCents: b.AmountCents, Currency: s.cfg.Currency,
+		IdempotencyKey: b.ID.String() + ":" + req.IdempotencyKey,
+	})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	// From here on every failure must void the authorization.
+	done, err := s.issue(ctx, u, req, hash, b, auth)
+	if err != nil {
+		s.void(ctx, auth.ID, b.ID)
+		return nil, err
+	}
+	if done.PaymentAuthID != auth.ID {
+		// Confirmed meanwhile by another authorization: ours must not stick.
+		s.void(ctx, auth.ID, b.ID)
+		return confirmationOf(done), nil
+	}
+	s.capture(ctx, done.ID, auth.ID)
+	return confirmationOf(done), nil
+}
+
+// issue re-checks the hold after the (possibly slow) authorization and
+// writes tickets, payment and idempotency record in one transaction.
+func (s *Service) issue(ctx context.Context, u boxoffice.User, req ConfirmRequest, hash string, b *boxoffice.Booking, auth boxoffice.Authorization) (*boxoffice.Booking, error) {
+	now := s.now()
+	if err := confirmable(b, now); err != nil {
+		return nil, err
+	}
+	if err := s.holds.Verify(ctx, b.EventID, b.SeatIDs, b.ID, b.Fence); err != nil {
+		return nil, err
+	}
+	code := "BX-" + randomCode(5)
+	tickets := make([]boxoffice.Ticket, len(b.SeatIDs))
+	for i, seat := range b.SeatIDs {
+		tickets[i] = boxoffice.Ticket{ID: s.ids.NextID(), EventID: b.EventID, BookingID: b.ID, SeatID: seat,
+			UserID: b.UserID, Code: randomCode(10), Status: boxoffice.TicketValid, IssuedAt: now}
+	}
+	preview := &boxoffice.Booking{ID: b.ID, ConfirmationCode: code, AmountCents: b.AmountCents, Tickets: tickets}
+	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusOK, confirmationOf(preview))
+	if err != nil {
+		return nil, err
+	}
+	return s.store.ConfirmBooking(ctx, boxoffice.ConfirmBooking{
+		BookingID: b.ID, Fence: b.Fence, Now: now, Code: code, Tickets: tickets,
+		Payment:     boxoffice.Payment{BookingID: b.ID, AuthID: auth.ID, AmountCents: auth.AmountCents, Status: boxoffice.PaymentAuthorized, CreatedAt: now},
+		Idempotency: rec,
+	})
+}
+
+// confirmed answers a confirm of a booking that is already confirmed, and
+// records the answer under this key so its retries replay it.
+func (s *Service) confirmed(ctx context.Context, u boxoffice.User, req ConfirmRequest, hash string, b *boxoffice.Booking) (*Confirmation, error) {
+	c := confirmationOf(b)
+	if rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusOK, c); err == nil {
+		if err := s.store.PutIdempotency(ctx, rec); err != nil && !isCode(err, boxoffice.EIDEMINFLIGHT) {
+			s.log.Warn("record idempotent confirm", "booking", b.ID, "err", err)
+		}
+	}
+	return c, nil
+}
+
+// confirmable says whether a booking may still be paid for at now.
+func confirmable(b *boxoffice.Booking, now time.Time) error {
+	switch b.EffectiveStatus(now) {
+	case boxoffice.BookingPending:
+		return nil
+	case boxoffice.BookingExpired:
+		return boxoffice.Errorf(boxoffice.EHOLDLOST, "the hold on this booking expired; nothing was charged")
+	case boxoffice.BookingConfirmed:
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "the booking is already confirmed")
+	default:
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "the booking was %s", b.Status)
+	}
+}
+
+func (s *Service) void(ctx context.Context, authID string, bookingID boxoffice.ID) {
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	if err := s.payments.Void(ctx, authID); err != nil {
+		s.log.Error("void authorization", "booking", bookingID, "auth", authID, "err", err)
+	}
+}
+
+// capture takes the money after the tickets are written. A failure is left
+// to the reconciler, which finds the payment still authorized.
+func (s *Service) capture(ctx context.Context, bookingID boxoffice.ID, authID string) {
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	if err := s.payments.Capture(ctx, authID); err != nil {
+		s.log.Warn("capture payment; the reconciler will retry", "booking", bookingID, "err", err)
+		return
+	}
+	if err := s.store.MarkCaptured(ctx, bookingID); err != nil {
+		s.log.Warn("mark payment captured; the reconciler will retry", "booking", bookingID, "err", err)
+	}
+}

@@ -1,0 +1,57 @@
+package sale
+
+import (
+	"context"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// CreateEvent validates and stores a new event; admins only. A zero
+// TicketLimit takes the default. Errors: EFORBIDDEN, EINVALID.
+func (s *Service) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffice.Event) (*boxoffice.Event, error) {
+	if !u.IsAdmin() {
+		return nil, boxoffice.Errorf(boxoffice.EFORBIDDEN, "only organisers may create events")
+	}
+	if e.TicketLimit == 0 {
+		e.TicketLimit = boxoffice.DefaultTicketLimit
+	}
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	e.ID = s.ids.NextID()
+	e.CreatedAt = s.now()
+	if err := s.store.CreateEvent(ctx, e); err != nil {
+		return nil, err
+	}
+	s.layouts.Store(e.ID, newLayout(e))
+	return e, nil
+}
+
+// Event returns one event. ENOTFOUND if there is none.
+func (s *Service) Event(ctx context.Context, id boxoffice.ID) (*boxoffice.Event, error) {
+	l, err := s.Layout(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return l.Event, nil
+}
+
+// MaxEventsPage bounds one page of the event list.
+const MaxEventsPage = 100
+
+// Events lists events, newest first.
+func (s *Service) Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffice.Event, error) {
+	if f.Limit <= 0 || f.Limit > MaxEventsPage {
+		f.Limit = MaxEventsPage
+	}
+	return s.store.Events(ctx, f)
+}
+
+// LayoutSeats returns an event's seats in layout order (seatmap.Layouts).
+func (s *Service) LayoutSeats(ctx context.Context, id boxoffice.ID) ([]boxoffice.Seat, error) {
+	l, err := s.Layout(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return l.Seats, nil
+}

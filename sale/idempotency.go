@@ -1,0 +1,47 @@
+package sale
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// replay looks up the stored answer for (user, key). It returns
+// errNoRecord when there is none, EIDEMMISMATCH when the key was used for
+// another request, and otherwise decodes the stored body into out.
+func (s *Service) replay(ctx context.Context, userID, key, hash string, out any) error {
+	rec, err := s.store.Idempotency(ctx, userID, key)
+	if isCode(err, boxoffice.ENOTFOUND) {
+		return errNoRecord
+	}
+	if err != nil {
+		return err
+	}
+	if !rec.ExpiresAt.After(s.now()) {
+		return errNoRecord // expired and not yet purged: the key is free again
+	}
+	if rec.RequestHash != hash {
+		return boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
+	}
+	if err := json.Unmarshal(rec.Body, out); err != nil {
+		return &boxoffice.Error{Code: boxoffice.EINTERNAL, Message: "stored idempotent response is unreadable", Err: err}
+	}
+	return nil
+}
+
+// lease takes the in-flight lease for (user, key): a concurrent retry of
+// the same request gets EIDEMINFLIGHT instead of doing the work twice.
+func (s *Service) lease(ctx context.Context, scope, userID, key string) (func(), error) {
+	return s.leases.TryLease(ctx, scope+"\x00"+userID+"\x00"+key, s.cfg.PaymentTimeout+s.cfg.HoldTTL/10)
+}
+
+func (s *Service) record(userID, key, hash string, status int, v any) (*boxoffice.IdempotencyRecord, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	return &boxoffice.IdempotencyRecord{UserID: userID, Key: key, RequestHash: hash, Status: status,
+		Body: body, CreatedAt: now, ExpiresAt: now.Add(s.cfg.IdempotencyTTL)}, nil
+}

@@ -1,0 +1,89 @@
+package sale
+
+import (
+	"context"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// ReconcileReport says what one reconciler pass did.
+type ReconcileReport struct {
+	Expired  int
+	Captured int
+	Purged   int
+}
+
+// Reconcile runs one pass of the background clean-up:
+//   - pending bookings whose hold ran out more than PendingGrace ago are
+//     marked expired and their holds (if any are left) released;
+//   - payments still authorized a minute after their booking was confirmed
+//     (a crash between commit and capture) are captured;
+//   - expired idempotency records are purged.
+//
+// Every step is safe to repeat and to run in several processes at once.
+func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
+	var r ReconcileReport
+	now := s.now()
+	for {
+		bs, err := s.store.ExpireBookings(ctx, now.Add(-s.cfg.PendingGrace), 500)
+		if err != nil {
+			return r, err
+		}
+		for _, b := range bs {
+			s.releaseHold(ctx, b.EventID, b.SeatIDs, b.ID)
+		}
+		r.Expired += len(bs)
+		if len(bs) < 500 {
+			break
+		}
+	}
+	ps, err := s.store.UncapturedPayments(ctx, now.Add(-time.Minute), 500)
+	if err != nil {
+		return r, err
+	}
+	for _, p := range ps {
+		if err := s.payments.Capture(ctx, p.AuthID); err != nil {
+			s.log.Warn("reconciler capture", "booking", p.BookingID, "err", err)
+			continue
+		}
+		if err := s.store.MarkCaptured(ctx, p.BookingID); err != nil {
+			return r, err
+		}
+		r.Captured++
+	}
+	n, err := s.store.PurgeIdempotency(ctx, now)
+	r.Purged = n
+	return r, err
+}
+
+// RunReconciler calls Reconcile every interval until ctx ends.
+func (s *Service) RunReconciler(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r, err := s.Reconcile(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("reconciler pass failed", "err", err)
+		}
+		if r.Expired+r.Captured > 0 {
+			s.log.Info("reconciler", "expired", r.Expired, "captured", r.Captured, "purged", r.Purged)
+		}
+	}
+}
+
+// Ready reports whether the stores answer.
+func (s *Service) Ready(ctx context.Context) error {
+	if err := s.store.Ping(ctx); err != nil {
+		return boxoffice.Unavailable("the database", err)
+	}
+	if err := s.holds.Ping(ctx); err != nil {
+		return boxoffice.Unavailable("the lock store", err)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// ReserveRequest asks to hold seats of a direct sale.
+type ReserveRequest struct {
+	EventID        boxoffice.ID
+	SeatIDs        []string
+	IdempotencyKey string
+}
+
+// ReserveResult is the answer to a granted reserve; it is also what a retry
+// with the same idempotency key gets back.
+type ReserveResult struct {
+	BookingID  boxoffice.ID `json:"booking_id"`
+	HeldUntil  time.Time    `json:"held_until"`
+	PaymentURL string       `json:"payment_url"`
+	// Replayed is true when this is the stored answer to an earlier request
+	// with the same idempotency key.
+	Replayed bool `json:"-"`
+}
+
+// PaymentURL is where the client sends the payment token for a booking.
+func PaymentURL(id boxoffice.ID) string { return "/bookings/" + id.String() + "/confirm" }
+
+// Reserve holds every requested seat for the user, or none of them, and
+// writes a pending booking. Errors: EIDEMMISSING, EIDEMMISMATCH,
+// EIDEMINFLIGHT, ENOTFOUND (event), EINVALID (seats), ELIMIT, ESALECLOSED,
+// ESEATTAKEN (with the seats in the way), EUNAVAILABLE (the lock store or
+// database is down: nothing was held).
+func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequest) (*ReserveResult, error) {
+	if err := checkKey(req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	l, err := s.Layout(ctx, req.EventID)
+	if err != nil {
+		return nil, err
+	}
+	ev := l.Event
+	if ev.SaleMode == boxoffice.SaleQueued {
+		return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "this event sells through the flash-sale queue, which this server does not run")
+	}
+	now := s.now()
+	if !ev.SaleOpen(now) {
+		if now.Before(ev.SaleOpensAt) {
+			return nil, boxoffice.Errorf(boxoffice.ESALECLOSED, "the sale opens at %s", ev.SaleOpensAt.UTC().Format(time.RFC3339))
+		}
+		return nil, boxoffice.Errorf(boxoffice.ESALECLOSED, "the sale is over")
+	}
+	seats, err := boxoffice.ValidateSeatSelection(l.index, req.SeatIDs, min(s.cfg.MaxSeatsPerRequest, ev.TicketLimit))
+	if err != nil {
+		return nil, err
+	}
+	sorted := slices.Clone(req.SeatIDs)
+	slices.Sort(sorted)
+	hash := requestHash("reserve", req.EventID.String(), strings.Join(sorted, ","))
+
+	var res ReserveResult
+	if err := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &res); !errors.Is(err, errNoRecord) {
+		if err != nil {
+			return nil, err
+		}
+		res.Replayed = true
+		return &res, nil
+	}
+	release, err := s.lease(ctx, "reserve", u.ID, req.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	// The first request with this key may have finished between the look-up
+	// above and taking the lease.
+	if err := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &res); !errors.Is(err, errNoRecord) {
+		if err != nil {
+			return nil, err
+		}
+		res.Replayed = true
+		return &res, nil
+	}
+
+	var amount int64
+	for _, st := range seats {
+		amount += st.PriceCents
+	}
+	id := s.ids.NextID()
+	hold, err := s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: ev.ID, SeatIDs: req.SeatIDs, Owner: id, TTL: s.cfg.HoldTTL})
+	if err != nil {
+		return nil, err
+	}
+	now = s.now()
+	b := &boxoffice.Booking{
+		ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Status: boxoffice.BookingPending,
+		Fence: hold.Fence, AmountCents: amount, HeldUntil: now.Add(s.cfg.HoldTTL), CreatedAt: now, UpdatedAt: now,
+	}
+	res = ReserveResult{BookingID: id, HeldUntil: b.HeldUntil, PaymentURL: PaymentURL(id)}
+	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusCreated, &res)
+	if err != nil {
+		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
+		return nil, err
+	}
+	if err := s.store.CreateBooking(ctx, boxoffice.NewBooking{Booking: b, TicketLimit: ev.TicketLimit, Idempotency: rec}); err != nil {
+		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
+		if isCode(err, boxoffice.EIDEMINFLIGHT) {
+			// Our lease ran out and another attempt with this key won.
+			var won ReserveResult
+			if rerr := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &won); rerr == nil {
+				won.Replayed = true
+				return &won, nil
+			}
+		}
+		return nil, err
+	}
+	return &res, nil
+}
+
+// releaseHold gives seats back to the lock layer on a failed path. A failure
+// here is logged, not returned: the hold expires by itself anyway.
+func (s *Service) releaseHold(ctx context.Context, eventID boxoffice.ID, seatIDs []string, owner boxoffice.ID) {
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	if _, err := s.holds.Release(ctx, eventID, seatIDs, owner); err != nil {
+		s.log.Warn("release hold", "event", eventID, "booking", owner, "err", err)
+	}
+}

@@ -1,0 +1,211 @@
+// Package sale holds the box office's use cases: create and read events,
+// reserve seats, confirm (pay), release, and the reconciler. It drives the
+// ports of package boxoffice (Store, Holds, Leases, PaymentGateway) and
+// knows no driver and no HTTP.
+package sale
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// Config is the service's policy.
+type Config struct {
+	// HoldTTL is how long a reserve holds its seats (default 10m).
+	HoldTTL time.Duration
+	// PendingGrace is how long after its hold ran out a pending booking is
+	// left before the reconciler marks it expired (default 5m).
+	PendingGrace time.Duration
+	// IdempotencyTTL is how long idempotency keys are kept: at least 24h and
+	// never shorter than HoldTTL + PendingGrace.
+	IdempotencyTTL time.Duration
+	// MaxSeatsPerRequest caps the seats of one reserve request.
+	MaxSeatsPerRequest int
+	// PaymentTimeout bounds one authorization at the gateway.
+	PaymentTimeout time.Duration
+	// Currency of all prices.
+	Currency string
+}
+
+func (c *Config) setDefaults() {
+	if c.HoldTTL <= 0 {
+		c.HoldTTL = 10 * time.Minute
+	}
+	if c.PendingGrace <= 0 {
+		c.PendingGrace = 5 * time.Minute
+	}
+	if c.IdempotencyTTL < 24*time.Hour {
+		c.IdempotencyTTL = 24 * time.Hour
+	}
+	if min := c.HoldTTL + c.PendingGrace; c.IdempotencyTTL < min {
+		c.IdempotencyTTL = min
+	}
+	if c.MaxSeatsPerRequest <= 0 {
+		c.MaxSeatsPerRequest = boxoffice.MaxSeatsPerRequest
+	}
+	if c.PaymentTimeout <= 0 {
+		c.PaymentTimeout = 30 * time.Second
+	}
+	if c.Currency == "" {
+		c.Currency = "USD"
+	}
+}
+
+// Service implements the use cases. Create it with New.
+type Service struct {
+	store    boxoffice.Store
+	holds    boxoffice.Holds
+	leases   boxoffice.Leases
+	payments boxoffice.PaymentGateway
+	ids      boxoffice.IDGenerator
+	now      func() time.Time
+	log      *slog.Logger
+	cfg      Config
+
+	// layouts caches each event's expanded seat layout; events are
+	// immutable once created, so entries never go stale.
+	layouts   sync.Map // boxoffice.ID → *Layout
+	layoutsSF singleflight.Group
+}
+
+// Deps are the ports the service drives.
+type Deps struct {
+	Store    boxoffice.Store
+	Holds    boxoffice.Holds
+	Leases   boxoffice.Leases
+	Payments boxoffice.PaymentGateway
+	IDs      boxoffice.IDGenerator
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+// New returns a Service.
+func New(d Deps, cfg Config) *Service {
+	cfg.setDefaults()
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return &Service{store: d.Store, holds: d.Holds, leases: d.Leases, payments: d.Payments,
+		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg}
+}
+
+// Config returns the effective configuration (defaults applied).
+func (s *Service) Config() Config { return s.cfg }
+
+// Layout is an event with its seats expanded and indexed.
+type Layout struct {
+	Event *boxoffice.Event
+	Seats []boxoffice.Seat
+	index map[string]boxoffice.Seat
+}
+
+// Seat returns a seat of the layout by id.
+func (l *Layout) Seat(id string) (boxoffice.Seat, bool) {
+	s, ok := l.index[id]
+	return s, ok
+}
+
+// SeatIDs returns every seat id in layout order.
+func (l *Layout) SeatIDs() []string {
+	ids := make([]string, len(l.Seats))
+	for i, s := range l.Seats {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+// Layout returns the event's layout, from the cache when it can.
+// ENOTFOUND for an unknown event.
+func (s *Service) Layout(ctx context.Context, eventID boxoffice.ID) (*Layout, error) {
+	if l, ok := s.layouts.Load(eventID); ok {
+		return l.(*Layout), nil
+	}
+	v, err, _ := s.layoutsSF.Do(eventID.String(), func() (any, error) {
+		e, err := s.store.Event(ctx, eventID)
+		if err != nil {
+			return nil, err
+		}
+		l := newLayout(e)
+		s.layouts.Store(eventID, l)
+		return l, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Layout), nil
+}
+
+func newLayout(e *boxoffice.Event) *Layout {
+	seats := e.Seats()
+	idx := make(map[string]boxoffice.Seat, len(seats))
+	for _, st := range seats {
+		idx[st.ID] = st
+	}
+	return &Layout{Event: e, Seats: seats, index: idx}
+}
+
+// randomCode returns n random bytes in unpadded base32: ticket codes and
+// confirmation codes, unguessable and easy to read out.
+func randomCode(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)
+}
+
+// requestHash fingerprints a request for idempotency: the operation and its
+// decoded fields, so JSON whitespace or field order never count as "another
+// body", while another seat or token does.
+func requestHash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// MaxIdempotencyKeyLen bounds an idempotency key.
+const MaxIdempotencyKeyLen = 255
+
+func checkKey(key string) error {
+	if key == "" {
+		return boxoffice.Errorf(boxoffice.EIDEMMISSING, "an idempotency key is required (Idempotency-Key header or idempotency_key field)")
+	}
+	if len(key) > MaxIdempotencyKeyLen {
+		return boxoffice.Errorf(boxoffice.EINVALID, "idempotency key longer than %d bytes", MaxIdempotencyKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return boxoffice.Errorf(boxoffice.EINVALID, "idempotency key must be printable ASCII")
+		}
+	}
+	return nil
+}
+
+func isCode(err error, code string) bool { return boxoffice.ErrorCode(err) == code }
+
+// detach keeps the request's values but not its cancellation, for the
+// clean-up that must run even when the client has gone away (releasing a
+// hold, voiding an authorization).
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
+var errNoRecord = errors.New("no idempotency record")

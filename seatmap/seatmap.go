@@ -1,0 +1,283 @@
+// Package seatmap builds and caches the seat map of an event: every seat
+// with available, held or sold, built from the store's sold seats plus the
+// lock layer's live holds. A snapshot lives for a TTL (default 10s); when it
+// runs out, one caller rebuilds it (single flight) while the others keep
+// serving the old copy, so a hot event costs one rebuild per TTL however
+// many clients poll it. Snapshots carry a strong ETag and a gzipped body
+// so that a CDN in front can absorb the reads.
+package seatmap
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// Seat statuses.
+const (
+	Available = "available"
+	Held      = "held"
+	Sold      = "sold"
+)
+
+// status codes in the compact view: one letter per seat.
+var statusLetter = map[string]byte{Available: 'a', Held: 'h', Sold: 's'}
+
+// Layouts gives the immutable seat layout of an event (sale.Service).
+type Layouts interface {
+	LayoutSeats(ctx context.Context, eventID boxoffice.ID) ([]boxoffice.Seat, error)
+}
+
+// Snapshot is one built seat map, ready to serve.
+type Snapshot struct {
+	EventID boxoffice.ID
+	BuiltAt time.Time
+	// Statuses is the status of each seat in layout order.
+	Statuses []string
+	// JSON and Gzip are the full map; ETag is over JSON.
+	JSON, Gzip []byte
+	ETag       string
+	// Compact is the availability view: run-length encoded letters over
+	// the layout order; CompactETag is over it.
+	Compact     []byte
+	CompactETag string
+	// Counts of seats per status.
+	Counts map[string]int
+}
+
+// Cache builds and caches snapshots.
+type Cache struct {
+	layouts Layouts
+	store   boxoffice.EventStore
+	holds   boxoffice.Holds
+	ttl     time.Duration
+	now     func() time.Time
+
+	mu         sync.Mutex
+	entries    map[boxoffice.ID]*Snapshot
+	refreshing map[boxoffice.ID]bool // a background rebuild is running
+	sf         singleflight.Group
+
+	// Builds counts rebuilds, for tests and metrics.
+	buildsMu sync.Mutex
+	builds   int
+}
+
+// New returns a cache with the given TTL (0 means 10s). now nil means
+// time.Now.
+func New(layouts Layouts, store boxoffice.EventStore, holds boxoffice.Holds, ttl time.Duration, now func() time.Time) *Cache {
+	if ttl <= 0 {
+		ttl = 10 * time.Second
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Cache{layouts: layouts, store: store, holds: holds, ttl: ttl, now: now, entries: map[boxoffice.ID]*Snapshot{}, refreshing: map[boxoffice.ID]bool{}}
+}
+
+// TTL is how long a snapshot is served.
+func (c *Cache) TTL() time.Duration { return c.ttl }
+
+// Builds returns how many snapshots were built so far.
+func (c *Cache) Builds() int {
+	c.buildsMu.Lock()
+	defer c.buildsMu.Unlock()
+	return c.builds
+}
+
+// Get returns the event's snapshot. A fresh one comes from the cache; a
+// stale one is served as is while a single background rebuild runs; with
+// none at all the caller waits for the (single) build.
+func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
+	c.mu.Lock()
+	snap := c.entries[eventID]
+	stale := snap != nil && c.now().Sub(snap.BuiltAt) >= c.ttl
+	start := stale && !c.refreshing[eventID]
+	if start {
+		c.refreshing[eventID] = true
+	}
+	c.mu.Unlock()
+	if start {
+		go func() {
+			defer func() { c.mu.Lock(); delete(c.refreshing, eventID); c.mu.Unlock() }()
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_, _ = c.rebuild(ctx, eventID) // a failed rebuild keeps the old copy
+		}()
+	}
+	if snap != nil {
+		return snap, nil
+	}
+	return c.rebuild(ctx, eventID)
+}
+
+// Invalidate drops an event's snapshot so the next Get rebuilds it.
+func (c *Cache) Invalidate(eventID boxoffice.ID) {
+	c.mu.Lock()
+	delete(c.entries, eventID)
+	c.mu.Unlock()
+}
+
+func (c *Cache) rebuild(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
+	v, err, _ := c.sf.Do(eventID.String(), func() (any, error) {
+		// Another flight may have finished just before this one started.
+		c.mu.Lock()
+		cur := c.entries[eventID]
+		c.mu.Unlock()
+		if cur != nil && c.now().Sub(cur.BuiltAt) < c.ttl {
+			return cur, nil
+		}
+		snap, err := c.Build(ctx, eventID)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.entries[eventID] = snap
+		c.mu.Unlock()
+		return snap, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Snapshot), nil
+}
+
+type seatJSON struct {
+	SeatID     string `json:"seat_id"`
+	Section    string `json:"section"`
+	Row        string `json:"row"`
+	Number     int    `json:"number"`
+	Status     string `json:"status"`
+	PriceTier  string `json:"price_tier"`
+	PriceCents int64  `json:"price_cents"`
+}
+
+// Build makes a new snapshot without the cache: one read of the sold
+// seats, one batched read of the holds.
+func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
+	c.buildsMu.Lock()
+	c.builds++
+	c.buildsMu.Unlock()
+	seats, err := c.layouts.LayoutSeats(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	builtAt := c.now()
+	sold, err := c.store.SoldSeats(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(seats))
+	for i, s := range seats {
+		ids[i] = s.ID
+	}
+	held, err := c.holds.Held(ctx, eventID, ids)
+	if err != nil {
+		return nil, err
+	}
+	soldSet := make(map[string]bool, len(sold))
+	for _, id := range sold {
+		soldSet[id] = true
+	}
+	snap := &Snapshot{EventID: eventID, BuiltAt: builtAt, Statuses: make([]string, len(seats)), Counts: map[string]int{}}
+	out := struct {
+		EventID boxoffice.ID `json:"event_id"`
+		Seats   []seatJSON   `json:"seats"`
+	}{EventID: eventID, Seats: make([]seatJSON, len(seats))}
+	for i, s := range seats {
+		st := Available
+		switch {
+		case soldSet[s.ID]:
+			st = Sold
+		case held[i]:
+			st = Held
+		}
+		snap.Statuses[i] = st
+		snap.Counts[st]++
+		out.Seats[i] = seatJSON{SeatID: s.ID, Section: s.Section, Row: s.Row, Number: s.Number, Status: st, PriceTier: s.PriceTier, PriceCents: s.PriceCents}
+	}
+	if snap.JSON, err = json.Marshal(out); err != nil {
+		return nil, err
+	}
+	snap.ETag = etag(snap.JSON)
+	if snap.Gzip, err = gzipBytes(snap.JSON); err != nil {
+		return nil, err
+	}
+	snap.Compact = compact(eventID, snap.Statuses, snap.Counts)
+	snap.CompactETag = etag(snap.Compact)
+	return snap, nil
+}
+
+// compact renders the availability view: {"event_id", "seat_count",
+// "counts", "runs"} where runs is "<n><letter>..." over the layout order,
+// letters a (available), h (held), s (sold). A fully available 70,000-seat
+// venue is "70000a".
+func compact(eventID boxoffice.ID, statuses []string, counts map[string]int) []byte {
+	var runs []byte
+	for i := 0; i < len(statuses); {
+		j := i
+		for j < len(statuses) && statuses[j] == statuses[i] {
+			j++
+		}
+		runs = strconv.AppendInt(runs, int64(j-i), 10)
+		runs = append(runs, statusLetter[statuses[i]])
+		i = j
+	}
+	b, _ := json.Marshal(struct {
+		EventID   boxoffice.ID   `json:"event_id"`
+		SeatCount int            `json:"seat_count"`
+		Counts    map[string]int `json:"counts"`
+		Encoding  string         `json:"encoding"`
+		Runs      string         `json:"runs"`
+	}{eventID, len(statuses), counts, "rle:a=available,h=held,s=sold", string(runs)})
+	return b
+}
+
+// DecodeRuns expands a compact "runs" string into one letter per seat.
+func DecodeRuns(runs string) ([]byte, error) {
+	var out []byte
+	n := 0
+	for i := 0; i < len(runs); i++ {
+		ch := runs[i]
+		switch {
+		case ch >= '0' && ch <= '9':
+			n = n*10 + int(ch-'0')
+			if n > boxoffice.MaxSeatsPerEvent {
+				return nil, boxoffice.Errorf(boxoffice.EINVALID, "run too long")
+			}
+		case ch == 'a' || ch == 'h' || ch == 's':
+			out = append(out, bytes.Repeat([]byte{ch}, n)...)
+			n = 0
+		default:
+			return nil, boxoffice.Errorf(boxoffice.EINVALID, "bad run letter %q", ch)
+		}
+	}
+	return out, nil
+}
+
+func etag(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+}
+
+func gzipBytes(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
