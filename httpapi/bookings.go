@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/sale"
+)
+
+// reserveRequest is the body of POST /bookings/reserve.
+type reserveRequest struct {
+	EventID        boxoffice.ID `json:"event_id"`
+	SeatIDs        []string     `json:"seat_ids"`
+	IdempotencyKey string       `json:"idempotency_key"`
+}
+
+// decodeReserve turns a reserve body plus the Idempotency-Key header into
+// the service's request. The key may come from either; if both are given
+// they must agree.
+func decodeReserve(q reserveRequest, header string) (sale.ReserveRequest, error) {
+	key, err := idempotencyKey(q.IdempotencyKey, header)
+	if err != nil {
+		return sale.ReserveRequest{}, err
+	}
+	if q.EventID == 0 {
+		return sale.ReserveRequest{}, boxoffice.Errorf(boxoffice.EINVALID, "event_id is required")
+	}
+	if len(q.SeatIDs) > 100 {
+		return sale.ReserveRequest{}, boxoffice.Errorf(boxoffice.ELIMIT, "far too many seats in one request")
+	}
+	return sale.ReserveRequest{EventID: q.EventID, SeatIDs: q.SeatIDs, IdempotencyKey: key}, nil
+}
+
+func idempotencyKey(body, header string) (string, error) {
+	if body != "" && header != "" && body != header {
+		return "", boxoffice.Errorf(boxoffice.EINVALID, "the Idempotency-Key header and idempotency_key field differ")
+	}
+	if body != "" {
+		return body, nil
+	}
+	return header, nil
+}
+
+func (s *Server) reserve(w http.ResponseWriter, r *http.Request, u boxoffice.User) error {
+	var q reserveRequest
+	if err := decodeJSON(w, r, &q); err != nil {
+		return err
+	}
+	req, err := decodeReserve(q, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	res, err := s.svc.Reserve(r.Context(), u, req)
+	if err != nil {
+		return err
+	}
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Location", "/bookings/"+res.BookingID.String())
+	writeJSON(w, http.StatusCreated, res)
+	return nil
+}
+
+type confirmRequest struct {
+	PaymentToken   string `json:"payment_token"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+func (s *Server) confirm(w http.ResponseWriter, r *http.Request, u boxoffice.User) error {
+	id, err := pathID(r, "booking_id")
+	if err != nil {
+		return err
+	}
+	var q confirmRequest
+	if err := decodeJSON(w, r, &q); err != nil {
+		return err
+	}
+	key, err := idempotencyKey(q.IdempotencyKey, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	c, err := s.svc.Confirm(r.Context(), u, sale.ConfirmRequest{BookingID: id, PaymentToken: q.PaymentToken, IdempotencyKey: key})
+	if err != nil {
+		return err
+	}
+	if c.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, u boxoffice.User) error {
+	id, err := pathID(r, "booking_id")
+	if err != nil {
+		return err
+	}
+	b, err := s.svc.Booking(r.Context(), u, id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "private, no-store")
+	writeJSON(w, http.StatusOK, s.svc.View(b))
+	return nil
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request, u boxoffice.User) error {
+	id, err := pathID(r, "booking_id")
+	if err != nil {
+		return err
+	}
+	b, err := s.svc.Release(r.Context(), u, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.svc.View(b))
+	return nil
+}

@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+type sectionJSON struct {
+	Name        string `json:"name"`
+	PriceTier   string `json:"price_tier"`
+	PriceCents  int64  `json:"price_cents"`
+	Rows        int    `json:"rows"`
+	SeatsPerRow int    `json:"seats_per_row"`
+}
+
+// eventRequest is the body of POST /events.
+type eventRequest struct {
+	Name        string        `json:"name"`
+	Venue       string        `json:"venue"`
+	StartsAt    string        `json:"starts_at"`
+	SaleOpensAt string        `json:"sale_opens_at"`
+	SaleMode    string        `json:"sale_mode"`
+	TicketLimit int           `json:"ticket_limit"`
+	Sections    []sectionJSON `json:"sections"`
+}
+
+type eventJSON struct {
+	EventID     boxoffice.ID  `json:"event_id"`
+	Name        string        `json:"name"`
+	Venue       string        `json:"venue"`
+	StartsAt    string        `json:"starts_at"`
+	SaleOpensAt string        `json:"sale_opens_at"`
+	SaleMode    string        `json:"sale_mode"`
+	TicketLimit int           `json:"ticket_limit"`
+	SeatCount   int           `json:"seat_count"`
+	Sections    []sectionJSON `json:"sections"`
+	CreatedAt   string        `json:"created_at"`
+	SeatsURL    string        `json:"seats_url"`
+}
+
+func eventView(e *boxoffice.Event) eventJSON {
+	v := eventJSON{EventID: e.ID, Name: e.Name, Venue: e.Venue, StartsAt: formatTime(e.StartsAt),
+		SaleOpensAt: formatTime(e.SaleOpensAt), SaleMode: string(e.SaleMode), TicketLimit: e.TicketLimit,
+		SeatCount: e.SeatCount(), CreatedAt: formatTime(e.CreatedAt), SeatsURL: "/events/" + e.ID.String() + "/seats"}
+	for _, s := range e.Sections {
+		v.Sections = append(v.Sections, sectionJSON(s))
+	}
+	return v
+}
+
+// toEvent turns the request into a domain event; Validate does the rest.
+func (q *eventRequest) toEvent() (*boxoffice.Event, error) {
+	parse := func(field, v string) (time.Time, error) {
+		if v == "" {
+			return time.Time{}, boxoffice.Errorf(boxoffice.EINVALID, "%s is required", field)
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return time.Time{}, boxoffice.Errorf(boxoffice.EINVALID, "%s must be an RFC 3339 time such as 2027-06-01T20:00:00Z", field)
+		}
+		return t.UTC(), nil
+	}
+	starts, err := parse("starts_at", q.StartsAt)
+	if err != nil {
+		return nil, err
+	}
+	opens, err := parse("sale_opens_at", q.SaleOpensAt)
+	if err != nil {
+		return nil, err
+	}
+	e := &boxoffice.Event{Name: q.Name, Venue: q.Venue, StartsAt: starts, SaleOpensAt: opens,
+		SaleMode: boxoffice.SaleMode(q.SaleMode), TicketLimit: q.TicketLimit}
+	if e.TicketLimit == 0 {
+		e.TicketLimit = boxoffice.DefaultTicketLimit
+	}
+	if len(q.Sections) > boxoffice.MaxSections {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "at most %d sections", boxoffice.MaxSections)
+	}
+	for _, s := range q.Sections {
+		e.Sections = append(e.Sections, boxoffice.Section(s))
+	}
+	return e, e.Validate()
+}
+
+func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, u boxoffice.User) error {
+	var q eventRequest
+	if err := decodeJSON(w, r, &q); err != nil {
+		return err
+	}
+	e, err := q.toEvent()
+	if err != nil {
+		return err
+	}
+	if e, err = s.svc.CreateEvent(r.Context(), u, e); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/events/"+e.ID.String())
+	writeJSON(w, http.StatusCreated, eventView(e))
+	return nil
+}
+
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
+	id, err := pathID(r, "event_id")
+	if err != nil {
+		return err
+	}
+	e, err := s.svc.Event(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, eventView(e))
+	return nil
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
+	var f boxoffice.EventFilter
+	if v := r.URL.Query().Get("before"); v != "" {
+		id, err := boxoffice.ParseID(v)
+		if err != nil {
+			return boxoffice.Errorf(boxoffice.EINVALID, "before must be an event id")
+		}
+		f.Before = id
+	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return boxoffice.Errorf(boxoffice.EINVALID, "limit must be between 1 and 100")
+		}
+		f.Limit = n
+	}
+	es, err := s.svc.Events(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Events     []eventJSON   `json:"events"`
+		NextBefore *boxoffice.ID `json:"next_before,omitempty"`
+	}{Events: []eventJSON{}}
+	for _, e := range es {
+		out.Events = append(out.Events, eventView(e))
+	}
+	if f.Limit > 0 && len(es) == f.Limit {
+		last := es[len(es)-1].ID
+		out.NextBefore = &last
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

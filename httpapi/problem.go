@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// problemTypeBase prefixes every problem type. The types are stable: clients
+// may switch on them. docs/problems.md describes each.
+const problemTypeBase = "urn:boxoffice:problem:"
+
+// problemKind is the HTTP face of one error code.
+type problemKind struct {
+	status int
+	slug   string
+	title  string
+}
+
+// problems is THE table from the domain's error vocabulary to HTTP.
+var problems = map[string]problemKind{
+	boxoffice.EINVALID:         {http.StatusBadRequest, "invalid-request", "The request is invalid"},
+	boxoffice.ENOTFOUND:        {http.StatusNotFound, "not-found", "Not found"},
+	boxoffice.ECONFLICT:        {http.StatusConflict, "conflict", "The request conflicts with the current state"},
+	boxoffice.ESEATTAKEN:       {http.StatusConflict, "seat-taken", "A seat is already held or sold"},
+	boxoffice.EHOLDLOST:        {http.StatusGone, "hold-lost", "The hold expired or was taken over"},
+	boxoffice.ELIMIT:           {http.StatusUnprocessableEntity, "limit-exceeded", "Ticket limit exceeded"},
+	boxoffice.ESALECLOSED:      {http.StatusConflict, "sale-not-open", "The sale is not open"},
+	boxoffice.EIDEMMISMATCH:    {http.StatusUnprocessableEntity, "idempotency-key-reused", "Idempotency key reused with a different request"},
+	boxoffice.EIDEMINFLIGHT:    {http.StatusConflict, "idempotency-key-in-flight", "A request with this idempotency key is still in progress"},
+	boxoffice.EIDEMMISSING:     {http.StatusBadRequest, "idempotency-key-missing", "Idempotency key missing"},
+	boxoffice.EUNAUTHORIZED:    {http.StatusUnauthorized, "unauthorized", "Authentication required"},
+	boxoffice.EFORBIDDEN:       {http.StatusForbidden, "forbidden", "Not allowed"},
+	boxoffice.EPAYMENTDECLINED: {http.StatusPaymentRequired, "payment-declined", "The payment was declined"},
+	boxoffice.EPAYMENTFAILED:   {http.StatusBadGateway, "payment-failed", "The payment gateway failed"},
+	boxoffice.EUNAVAILABLE:     {http.StatusServiceUnavailable, "unavailable", "Temporarily unavailable"},
+	boxoffice.ETOOLARGE:        {http.StatusRequestEntityTooLarge, "too-large", "Request too large"},
+	boxoffice.EINTERNAL:        {http.StatusInternalServerError, "internal", "Internal error"},
+	codeMethod:                 {http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"},
+	codeUnsupported:            {http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"},
+}
+
+// HTTP-only codes, for what never reaches the domain.
+const (
+	codeMethod      = "method_not_allowed"
+	codeUnsupported = "unsupported_media_type"
+)
+
+// retryAfter is what a 503 or an in-flight 409 tells the client to wait.
+const retryAfter = 2
+
+// Problem is an RFC 9457 problem details body.
+type Problem struct {
+	Type     string   `json:"type"`
+	Title    string   `json:"title"`
+	Status   int      `json:"status"`
+	Detail   string   `json:"detail,omitempty"`
+	Instance string   `json:"instance,omitempty"`
+	Code     string   `json:"code"`
+	Seats    []string `json:"seats,omitempty"`
+}
+
+// ProblemType returns the stable type URI of an error code.
+func ProblemType(code string) string {
+	k, ok := problems[code]
+	if !ok {
+		k = problems[boxoffice.EINTERNAL]
+	}
+	return problemTypeBase + k.slug
+}
+
+// writeError answers with the problem for err. Internal errors are logged
+// with their cause and shown only as "internal error".
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	code := boxoffice.ErrorCode(err)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		code = boxoffice.ETOOLARGE
+		err = boxoffice.Errorf(boxoffice.ETOOLARGE, "request body larger than %d bytes", mbe.Limit)
+	}
+	k, ok := problems[code]
+	if !ok {
+		code, k = boxoffice.EINTERNAL, problems[boxoffice.EINTERNAL]
+	}
+	detail := boxoffice.ErrorMessage(err)
+	switch code {
+	case boxoffice.EINTERNAL:
+		log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		detail = "internal error"
+	case boxoffice.EUNAVAILABLE:
+		log.Warn("unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if code == boxoffice.EUNAVAILABLE || code == boxoffice.EIDEMINFLIGHT {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	if code == boxoffice.EUNAUTHORIZED {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="boxoffice"`)
+	}
+	p := Problem{Type: problemTypeBase + k.slug, Title: k.title, Status: k.status, Detail: detail,
+		Instance: r.URL.Path, Code: code, Seats: boxoffice.ErrorSeats(err)}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(k.status)
+	_ = json.NewEncoder(w).Encode(p)
+}

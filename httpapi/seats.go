@@ -1,0 +1,140 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/seatmap"
+)
+
+// getSeats serves the cached seat map with a strong ETag, 304 on a match,
+// Cache-Control for a CDN and gzip when the client takes it.
+func (s *Server) getSeats(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
+	snap, err := s.snapshot(r)
+	if err != nil {
+		return err
+	}
+	serveCached(w, r, snap.ETag, snap.JSON, snap.Gzip, s.seats.TTL().Seconds())
+	return nil
+}
+
+// getAvailability serves the compact view for polling clients.
+func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
+	snap, err := s.snapshot(r)
+	if err != nil {
+		return err
+	}
+	serveCached(w, r, snap.CompactETag, snap.Compact, nil, s.seats.TTL().Seconds())
+	return nil
+}
+
+func (s *Server) snapshot(r *http.Request) (*seatmap.Snapshot, error) {
+	id, err := pathID(r, "event_id")
+	if err != nil {
+		return nil, err
+	}
+	return s.seats.Get(r.Context(), id)
+}
+
+type layoutSeat struct {
+	SeatID     string `json:"seat_id"`
+	Section    string `json:"section"`
+	Row        string `json:"row"`
+	Number     int    `json:"number"`
+	PriceTier  string `json:"price_tier"`
+	PriceCents int64  `json:"price_cents"`
+}
+
+// getLayout serves the static layout in seat order: it never changes, so
+// it is cacheable forever and the compact view indexes into it.
+func (s *Server) getLayout(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
+	id, err := pathID(r, "event_id")
+	if err != nil {
+		return err
+	}
+	seats, err := s.svc.LayoutSeats(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		EventID boxoffice.ID `json:"event_id"`
+		Seats   []layoutSeat `json:"seats"`
+	}{EventID: id, Seats: make([]layoutSeat, len(seats))}
+	for i, st := range seats {
+		out.Seats[i] = layoutSeat{st.ID, st.Section, st.Row, st.Number, st.PriceTier, st.PriceCents}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Header().Set("ETag", `"layout-`+id.String()+`"`)
+	if match(r, `"layout-`+id.String()+`"`) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	writeBody(w, r, b, nil)
+	return nil
+}
+
+func serveCached(w http.ResponseWriter, r *http.Request, etag string, body, gz []byte, maxAge float64) {
+	h := w.Header()
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(maxAge)))
+	h.Set("Vary", "Accept-Encoding")
+	// A strong ETag names one representation, so the gzipped body has its own.
+	gzTag := strings.TrimSuffix(etag, `"`) + `-gz"`
+	if gz != nil && acceptsGzip(r) {
+		h.Set("ETag", gzTag)
+	} else {
+		h.Set("ETag", etag)
+	}
+	if match(r, etag) || match(r, gzTag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeBody(w, r, body, gz)
+}
+
+// writeBody writes JSON, gzipped when the client accepts it and a
+// compressed copy exists.
+func writeBody(w http.ResponseWriter, r *http.Request, body, gz []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if gz != nil && acceptsGzip(r) {
+		h.Set("Content-Encoding", "gzip")
+		body = gz
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// match implements If-None-Match for strong ETags (and "*").
+func match(r *http.Request, etag string) bool {
+	inm := r.Header.Get("If-None-Match")
+	if inm == "" {
+		return false
+	}
+	for _, t := range strings.Split(inm, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || t == etag || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.TrimSpace(q) != "q=0" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,192 @@
+// Package httpapi is the HTTP face of boxoffice: the fixed contract of
+// DESIGN.md section 3, problem+json errors, bearer-token auth. Handlers are
+// thin: decode, call package sale, encode.
+package httpapi
+
+import (
+	_ "embed"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/auth"
+	"github.com/boxoffice/boxoffice/sale"
+	"github.com/boxoffice/boxoffice/seatmap"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the OpenAPI document served at /openapi.json.
+func OpenAPI() []byte { return openAPI }
+
+// Server routes requests to the service.
+type Server struct {
+	svc     *sale.Service
+	seats   *seatmap.Cache
+	auth    *auth.Authenticator
+	log     *slog.Logger
+	handler http.Handler
+}
+
+// access says who may call a route.
+type access int
+
+const (
+	public   access = iota // anyone; a bad token is still refused
+	customer               // any valid token
+	admin                  // a token with role admin
+)
+
+// Route is one entry of the route table; the OpenAPI test walks it.
+type Route struct {
+	Method, Pattern string
+	access          access
+	handle          func(w http.ResponseWriter, r *http.Request, u boxoffice.User) error
+}
+
+// New returns a Server.
+func New(svc *sale.Service, seats *seatmap.Cache, a *auth.Authenticator, log *slog.Logger) *Server {
+	s := &Server{svc: svc, seats: seats, auth: a, log: log}
+	mux := http.NewServeMux()
+	for _, rt := range s.Routes() {
+		mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such endpoint"))
+	})
+	s.handler = s.recoverer(methodNotAllowed(mux))
+	return s
+}
+
+// Routes is the route table.
+func (s *Server) Routes() []Route {
+	return []Route{
+		{"GET", "/healthz", public, s.healthz},
+		{"GET", "/readyz", public, s.readyz},
+		{"GET", "/openapi.json", public, s.openapi},
+		{"GET", "/events", public, s.listEvents},
+		{"POST", "/events", admin, s.createEvent},
+		{"GET", "/events/{event_id}", public, s.getEvent},
+		{"GET", "/events/{event_id}/seats", public, s.getSeats},
+		{"GET", "/events/{event_id}/availability", public, s.getAvailability},
+		{"GET", "/events/{event_id}/layout", public, s.getLayout},
+		{"POST", "/bookings/reserve", customer, s.reserve},
+		{"GET", "/bookings/{booking_id}", customer, s.getBooking},
+		{"POST", "/bookings/{booking_id}/confirm", customer, s.confirm},
+		{"DELETE", "/bookings/{booking_id}", customer, s.release},
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// wrap applies auth to a route and turns its error into a problem.
+func (s *Server) wrap(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.authenticate(r, rt.access)
+		if err == nil {
+			err = rt.handle(w, r, u)
+		}
+		if err != nil {
+			writeError(w, r, s.log, err)
+		}
+	})
+}
+
+// authenticate checks the bearer token. A token that is present but bad
+// is refused on every route, public ones included: a client with a broken
+// or expired token should hear so rather than be served anonymously.
+func (s *Server) authenticate(r *http.Request, need access) (boxoffice.User, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		if need == public {
+			return boxoffice.User{}, nil
+		}
+		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "a bearer token is required")
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "use Authorization: Bearer <token>")
+	}
+	u, err := s.auth.Verify(strings.TrimSpace(token))
+	if err != nil {
+		return boxoffice.User{}, err
+	}
+	if need == admin && !u.IsAdmin() {
+		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EFORBIDDEN, "organisers only")
+	}
+	return u, nil
+}
+
+// recoverer turns a panic into a logged 500 problem instead of a dropped
+// connection.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				writeError(w, r, s.log, boxoffice.Errorf(boxoffice.EINTERNAL, "internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// methodNotAllowed rewrites the mux's plain-text 405 as a problem.
+func methodNotAllowed(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "/" {
+			// Only the catch-all matched: an unknown path, or a known path
+			// with another method. Probe the methods we serve to tell which.
+			for _, m := range []string{"GET", "POST", "DELETE"} {
+				probe := r.Clone(r.Context())
+				probe.Method = m
+				if _, p := mux.Handler(probe); p != "" && p != "/" {
+					w.Header().Set("Allow", m)
+					writeError(w, r, slog.Default(), &boxoffice.Error{Code: codeMethod, Message: r.Method + " is not allowed here"})
+					return
+				}
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
+	if err := s.svc.Ready(r.Context()); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(openAPI)
+	return nil
+}
+
+func pathID(r *http.Request, name string) (boxoffice.ID, error) {
+	id, err := boxoffice.ParseID(r.PathValue(name))
+	if err != nil {
+		return 0, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such %s", strings.TrimSuffix(name, "_id"))
+	}
+	return id, nil
+}
+
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
