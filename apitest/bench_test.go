@@ -1,0 +1,131 @@
+package apitest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/sqlite"
+)
+
+// The HTTP benchmarks share one client set-up so that their ratios compare
+// the server side only. Run them together:
+//
+//	go test ./apitest -run '^$' -bench 'Bare|Reserve|SeatMap' -benchtime 3s
+
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}
+}
+
+func benchDo(b *testing.B, hc *http.Client, req *http.Request, want int) {
+	resp, err := hc.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		b.Fatalf("status %d, want %d", resp.StatusCode, want)
+	}
+}
+
+// BenchmarkBareHandler is the machine's ceiling: a net/http handler that
+// writes a 100-byte JSON answer to a POST, through the same client.
+func BenchmarkBareHandler(b *testing.B) {
+	body := bytes.Repeat([]byte("x"), 84)
+	answer := []byte(`{"booking_id":"1","held_until":"2026-01-01T00:00:00Z","payment_url":"/b/1/confirm","pad":"` + string(body[:10]) + `"}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(201)
+		_, _ = w.Write(answer)
+	}))
+	defer srv.Close()
+	hc := benchClient()
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", srv.URL+"/bookings/reserve", bytes.NewReader(body))
+			benchDo(b, hc, req, 201)
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+func benchStack(b *testing.B) *Stack {
+	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	return NewStack(b, Parts{Store: store, Holds: inmem.NewHolds(nil), Leases: inmem.NewLeases(nil)})
+}
+
+// BenchmarkReserveHTTP is the whole direct-sale reserve on the embedded
+// default: auth, decode, idempotency look-up and lease, the all-or-nothing
+// hold, the booking and its idempotency record written in one SQLite
+// transaction. Every op holds a fresh seat for a fresh-enough user.
+func BenchmarkReserveHTTP(b *testing.B) {
+	s := benchStack(b)
+	const perEvent = 20_000
+	nEvents := b.N/perEvent + 1
+	events := make([]string, nEvents)
+	for i := range events {
+		events[i] = s.newEvent(b, eventBody(s, section{"S", "t", 1000, 20, 1000}))
+	}
+	tokens := make([]string, b.N/8+1)
+	for i := range tokens {
+		tokens[i] = s.Token(b, fmt.Sprintf("bench-%d", i), "")
+	}
+	hc := benchClient()
+	var seq atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := seq.Add(1) - 1
+			ev := events[i/perEvent]
+			n := i % perEvent
+			seat := boxoffice.SeatID("S", boxoffice.RowLabel(int(n/1000)+1), int(n%1000)+1)
+			body := fmt.Sprintf(`{"event_id":"%s","seat_ids":["%s"],"idempotency_key":"k%d"}`, ev, seat, i)
+			req, _ := http.NewRequest("POST", s.URL+"/bookings/reserve", bytes.NewBufferString(body))
+			req.Header.Set("Authorization", "Bearer "+tokens[i/8])
+			benchDo(b, hc, req, 201)
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchmarkSeatMapGET serves the cached seat map of a 24,000-seat event
+// (the demo arena's size), gzipped, as a CDN miss would fetch it.
+func BenchmarkSeatMapGET(b *testing.B) {
+	s := benchStack(b)
+	var secs []section
+	for i := range 20 {
+		secs = append(secs, section{fmt.Sprintf("S%d", i), "t", 1000, 30, 40})
+	}
+	ev := s.newEvent(b, eventBody(s, secs...))
+	hc := benchClient()
+	get := func() *http.Request {
+		req, _ := http.NewRequest("GET", s.URL+"/events/"+ev+"/seats", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		return req
+	}
+	benchDo(b, hc, get(), 200) // build the snapshot
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			benchDo(b, hc, get(), 200)
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
