@@ -1,0 +1,108 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// config is every setting of the server, from flags, then environment
+// variables BOXOFFICE_<NAME>, then the defaults below.
+type config struct {
+	Addr           string
+	Data           string
+	Postgres       string
+	Redis          string
+	Kafka          string
+	Hold           time.Duration
+	PendingGrace   time.Duration
+	SeatmapTTL     time.Duration
+	ReconcileEvery time.Duration
+	MaxSeats       int
+	NodeID         int
+	Demo           bool
+	SlowPayment    time.Duration
+	LogLevel       string
+	AuthSecret     string // only from the environment: never a flag, never printed
+}
+
+// newServeFlagSet declares the server flags, bound to c.
+func newServeFlagSet(c *config) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&c.Data, "data", "boxoffice-data", "directory of the embedded database and secret")
+	fs.StringVar(&c.Postgres, "postgres", "", "PostgreSQL URL (absent: the embedded SQLite store)")
+	fs.StringVar(&c.Redis, "redis", "", "Redis URL or comma-separated cluster nodes (absent: in-process holds)")
+	fs.StringVar(&c.Kafka, "kafka", "", "Kafka brokers (absent: the embedded queue)")
+	fs.DurationVar(&c.Hold, "hold", 10*time.Minute, "how long a reserve holds its seats")
+	fs.DurationVar(&c.PendingGrace, "pending-grace", 5*time.Minute, "how long after its hold ran out the reconciler marks a pending booking expired")
+	fs.DurationVar(&c.SeatmapTTL, "seatmap-ttl", 10*time.Second, "how long a seat-map snapshot is served (also its Cache-Control max-age)")
+	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 30*time.Second, "interval of the reconciler")
+	fs.IntVar(&c.MaxSeats, "max-seats-per-request", 10, "cap on the seats of one reserve request")
+	fs.IntVar(&c.NodeID, "node-id", 0, "Snowflake node id of this process (0-1023); unique per process sharing a database")
+	fs.BoolVar(&c.Demo, "demo", true, "create a demo event when the store has no events")
+	fs.DurationVar(&c.SlowPayment, "slow-payment", 3*time.Second, "how long the test token tok_slow takes")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	return fs
+}
+
+// parseFlags parses args, then fills every flag not given on the command
+// line from its BOXOFFICE_<NAME> environment variable.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q: %v", envName(f.Name), v, e)
+			}
+		}
+	})
+	return err
+}
+
+func envName(flagName string) string {
+	return "BOXOFFICE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// usage prints a command's flags with their defaults and variables.
+func usage(w io.Writer, fs *flag.FlagSet, head string) func() {
+	return func() {
+		fmt.Fprintln(w, head)
+		fs.VisitAll(func(f *flag.Flag) {
+			def := f.DefValue
+			if def == "" {
+				def = `""`
+			}
+			fmt.Fprintf(w, "  --%-22s %s\n  %-24s default %s, env %s\n", f.Name, f.Usage, "", def, envName(f.Name))
+		})
+	}
+}
+
+// print writes the effective configuration at start, secrets masked.
+func (c config) print(w io.Writer) {
+	mask := func(s string) string {
+		if s == "" {
+			return "(embedded)"
+		}
+		if i := strings.Index(s, "@"); i >= 0 {
+			if j := strings.Index(s, "://"); j >= 0 && j < i {
+				return s[:j+3] + "***" + s[i:]
+			}
+		}
+		return s
+	}
+	fmt.Fprintf(w, "config: addr=%s data=%s postgres=%s redis=%s kafka=%s hold=%s pending-grace=%s seatmap-ttl=%s node-id=%d auth-secret=%s\n",
+		c.Addr, c.Data, mask(c.Postgres), mask(c.Redis), mask(c.Kafka), c.Hold, c.PendingGrace, c.SeatmapTTL, c.NodeID,
+		map[bool]string{true: "(from BOXOFFICE_AUTH_SECRET)", false: "(kept in the data directory)"}[c.AuthSecret != ""])
+}
+

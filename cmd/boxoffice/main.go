@@ -1,0 +1,66 @@
+// Command boxoffice is the whole ticketing backend in one binary.
+//
+//	boxoffice serve    run the API, the reconciler and the embedded parts
+//	boxoffice token    print a bearer token for a user or an organiser
+//
+// Run "boxoffice <command> --help" for the flags of each.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signalContext()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "boxoffice:", err)
+		os.Exit(1)
+	}
+}
+
+const topUsage = `boxoffice: a ticketing backend for flash sales.
+
+Usage:
+  boxoffice serve [flags]              run everything in one process (embedded default
+                                       when no server addresses are given)
+  boxoffice token --sub ID [--role admin]  print a bearer token
+
+Run "boxoffice serve --help" for the server flags and their environment variables.`
+
+// run is main without the process: arguments, environment and output are
+// passed in, so tests drive it directly.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, topUsage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], getenv, stdout, stderr)
+	case "token":
+		return token(args[1:], getenv, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, topUsage)
+		return nil
+	default:
+		fmt.Fprintln(stderr, topUsage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+// signalContext ends on SIGINT or SIGTERM, which start a graceful stop.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

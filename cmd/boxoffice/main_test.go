@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary play the boxoffice binary: the crash tests
+// start it as a child process with BOXOFFICE_TEST_MAIN=1 and kill it.
+func TestMain(m *testing.M) {
+	if os.Getenv("BOXOFFICE_TEST_MAIN") == "1" {
+		ctx, stop := signalContext()
+		err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "boxoffice:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// server is a boxoffice serve child process.
+type server struct {
+	cmd      *exec.Cmd
+	base     string
+	customer string
+	admin    string
+	event    string
+	done     chan error
+}
+
+var (
+	listenRE   = regexp.MustCompile(`listening on (http://\S+)`)
+	customerRE = regexp.MustCompile(`customer token \(demo-customer, 7 days\): (\S+)`)
+	adminRE    = regexp.MustCompile(`admin token +\(demo-admin, 7 days\): +(\S+)`)
+	eventRE    = regexp.MustCompile(`demo event (\d+):`)
+)
+
+func startServer(t *testing.T, dataDir string, extra ...string) *server {
+	t.Helper()
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, extra...)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "BOXOFFICE_TEST_MAIN=1", "BOXOFFICE_AUTH_SECRET=")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, done: make(chan error, 1)}
+	found := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		var once sync.Once
+		for sc.Scan() {
+			line := sc.Text()
+			if m := listenRE.FindStringSubmatch(line); m != nil {
+				s.base = m[1]
+			}
+			if m := customerRE.FindStringSubmatch(line); m != nil {
+				s.customer = m[1]
+			}
+			if m := adminRE.FindStringSubmatch(line); m != nil {
+				s.admin = m[1]
+			}
+			if m := eventRE.FindStringSubmatch(line); m != nil {
+				s.event = m[1]
+				once.Do(func() { close(found) })
+			}
+		}
+	}()
+	go func() { s.done <- cmd.Wait() }()
+	select {
+	case <-found:
+	case err := <-s.done:
+		t.Fatalf("server exited at start: %v", err)
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("server did not print its address")
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return s
+}
+
+func (s *server) call(t *testing.T, method, path, token string, body any, headers ...string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.base+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestKillNineLosesNoConfirmedBooking confirms bookings, kills the server
+// with SIGKILL, starts it again on the same data and finds every one.
+func TestKillNineLosesNoConfirmedBooking(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	a, err := authenticator("", dir) // the secret the server keeps in --data
+	if err != nil {
+		t.Fatal(err)
+	}
+	type booked struct{ id, code, token string }
+	var confirmed []booked
+	for i := 1; i <= 20; i++ {
+		tok, _ := a.Issue(fmt.Sprintf("fan-%d", i), "", time.Hour)
+		st, b := s.call(t, "POST", "/bookings/reserve", tok,
+			map[string]any{"event_id": s.event, "seat_ids": []string{fmt.Sprintf("Floor-B-%d", i)}, "idempotency_key": fmt.Sprintf("r%d", i)})
+		if st != 201 {
+			t.Fatalf("reserve: %d %s", st, b)
+		}
+		var r struct {
+			BookingID string `json:"booking_id"`
+		}
+		_ = json.Unmarshal(b, &r)
+		st, b = s.call(t, "POST", "/bookings/"+r.BookingID+"/confirm", tok, map[string]any{"payment_token": "tok_visa"}, "Idempotency-Key", fmt.Sprintf("c%d", i))
+		if st != 200 {
+			t.Fatalf("confirm: %d %s", st, b)
+		}
+		var c struct {
+			Code string `json:"confirmation_code"`
+		}
+		_ = json.Unmarshal(b, &c)
+		confirmed = append(confirmed, booked{r.BookingID, c.Code, tok})
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s.done
+
+	s2 := startServer(t, dir)
+	if s2.event != s.event {
+		t.Errorf("after restart the demo event is %s, was %s (created twice?)", s2.event, s.event)
+	}
+	if s2.customer == "" {
+		t.Fatal("no customer token after restart")
+	}
+	for _, c := range confirmed {
+		st, b := s2.call(t, "GET", "/bookings/"+c.id, c.token, nil) // an old token: the secret persisted
+		if st != 200 {
+			t.Fatalf("booking %s after kill -9: %d %s", c.id, st, b)
+		}
+		var v struct {
+			Status string `json:"status"`
+			Code   string `json:"confirmation_code"`
+		}
+		_ = json.Unmarshal(b, &v)
+		if v.Status != "confirmed" || v.Code != c.code {
+			t.Errorf("booking %s after kill -9: %+v, want confirmed %s", c.id, v, c.code)
+		}
+	}
+	// A retry of a confirmed request after the crash replays, not re-books.
+	st, b := s2.call(t, "POST", "/bookings/reserve", confirmed[0].token,
+		map[string]any{"event_id": s.event, "seat_ids": []string{"Floor-B-1"}, "idempotency_key": "r1"})
+	if st != 201 || !strings.Contains(string(b), confirmed[0].id) {
+		t.Errorf("retry after restart: %d %s, want the first booking %s", st, b, confirmed[0].id)
+	}
+	st, b = s2.call(t, "GET", "/events/"+s.event+"/availability", "", nil)
+	if st != 200 || !strings.Contains(string(b), `"sold":20`) {
+		t.Errorf("availability after restart: %d %s", st, b)
+	}
+}
+
+// TestSIGTERMDrainsAndExitsCleanly stops the server with SIGTERM while a
+// slow payment is in flight: the payment finishes, the process exits 0.
+func TestSIGTERMDrainsAndExitsCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	s := startServer(t, t.TempDir(), "--slow-payment", "1s")
+	st, b := s.call(t, "POST", "/bookings/reserve", s.customer,
+		map[string]any{"event_id": s.event, "seat_ids": []string{"Floor-A-1"}, "idempotency_key": "r"})
+	if st != 201 {
+		t.Fatalf("reserve: %d %s", st, b)
+	}
+	var r struct {
+		BookingID string `json:"booking_id"`
+	}
+	_ = json.Unmarshal(b, &r)
+	result := make(chan int, 1)
+	go func() {
+		st, _ := s.call(t, "POST", "/bookings/"+r.BookingID+"/confirm", s.customer, map[string]any{"payment_token": "tok_slow"}, "Idempotency-Key", "c")
+		result <- st
+	}()
+	time.Sleep(300 * time.Millisecond) // let the confirm reach the gateway
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if st := <-result; st != 200 {
+		t.Errorf("in-flight confirm during shutdown: %d, want 200", st)
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+}
+
+func TestHelpPrintsFlagsWithDefaultsAndEnv(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--help"}, func(string) string { return "" }, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "help") {
+		t.Fatalf("serve --help: %v", err)
+	}
+	for _, want := range []string{"--addr", "127.0.0.1:8080", "BOXOFFICE_ADDR", "--data", "--postgres", "--redis", "--kafka", "--hold", "10m0s", "BOXOFFICE_HOLD", "BOXOFFICE_AUTH_SECRET"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+func TestEnvironmentFillsFlags(t *testing.T) {
+	var c config
+	fs := newServeFlagSet(&c)
+	env := map[string]string{"BOXOFFICE_HOLD": "90s", "BOXOFFICE_ADDR": "127.0.0.1:9999"}
+	if err := parseFlags(fs, []string{"--addr", "127.0.0.1:7777"}, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if c.Hold != 90*time.Second || c.Addr != "127.0.0.1:7777" {
+		t.Errorf("hold=%s addr=%s: want the env hold and the flag addr", c.Hold, c.Addr)
+	}
+	env["BOXOFFICE_HOLD"] = "soon"
+	if err := parseFlags(newServeFlagSet(&c), nil, func(k string) string { return env[k] }); err == nil {
+		t.Error("a bad BOXOFFICE_HOLD was accepted")
+	}
+}
+
+func TestTokenCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := map[string]string{"BOXOFFICE_AUTH_SECRET": strings.Repeat("s", 32)}
+	if err := run(context.Background(), []string{"token", "--sub", "u1", "--role", "admin"}, func(k string) string { return env[k] }, &out, &errb); err != nil {
+		t.Fatal(err, errb.String())
+	}
+	a, err := authenticator(env["BOXOFFICE_AUTH_SECRET"], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := a.Verify(strings.TrimSpace(out.String()))
+	if err != nil || u.ID != "u1" || !u.IsAdmin() {
+		t.Fatalf("token verifies as %+v, %v", u, err)
+	}
+	if err := run(context.Background(), []string{"token"}, func(k string) string { return env[k] }, &out, &errb); err == nil {
+		t.Error("token without --sub succeeded")
+	}
+}
