@@ -1,0 +1,150 @@
+package seatmap
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/inmem"
+)
+
+// fakeSold is the part of the store the seat map reads; the layout comes
+// from the event itself.
+type fakeSold struct {
+	boxoffice.EventStore
+	mu    sync.Mutex
+	sold  []string
+	calls atomic.Int32
+	delay time.Duration
+	event *boxoffice.Event
+}
+
+func (f *fakeSold) SoldSeats(ctx context.Context, id boxoffice.ID) ([]string, error) {
+	f.calls.Add(1)
+	time.Sleep(f.delay) // a slow rebuild widens the window for duplicate flights
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.sold...), nil
+}
+
+func (f *fakeSold) LayoutSeats(ctx context.Context, id boxoffice.ID) ([]boxoffice.Seat, error) {
+	return f.event.Seats(), nil
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func setup(t *testing.T) (*Cache, *fakeSold, *clock, *inmem.Holds) {
+	t.Helper()
+	ev := &boxoffice.Event{ID: 7, Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", Rows: 2, SeatsPerRow: 5}}}
+	f := &fakeSold{event: ev, delay: 20 * time.Millisecond}
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	holds := inmem.NewHolds(c.now)
+	return New(f, f, holds, 10*time.Second, c.now), f, c, holds
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestOneRebuildUnderConcurrentReadersAtExpiry(t *testing.T) {
+	cache, f, clk, _ := setup(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	// Cold start: 100 readers, one build.
+	for range 100 {
+		wg.Go(func() {
+			if _, err := cache.Get(ctx, 7); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := cache.Builds(); n != 1 {
+		t.Fatalf("cold start with 100 readers built %d times, want 1", n)
+	}
+	first, _ := cache.Get(ctx, 7)
+	clk.advance(11 * time.Second)
+	// At expiry: 100 readers all get the old copy at once, one rebuild runs.
+	for range 100 {
+		wg.Go(func() {
+			s, err := cache.Get(ctx, 7)
+			if err != nil {
+				t.Error(err)
+			}
+			if s.BuiltAt.After(first.BuiltAt) && s.BuiltAt.Before(clk.now()) {
+				t.Error("a reader got a snapshot built neither before nor at expiry")
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, func() bool { s, _ := cache.Get(ctx, 7); return s != first })
+	if n := cache.Builds(); n != 2 {
+		t.Errorf("100 readers at expiry caused %d rebuilds, want 1 (2 builds in all)", n-1)
+	}
+	if n := f.calls.Load(); n != 2 {
+		t.Errorf("SoldSeats called %d times, want 2", n)
+	}
+}
+
+func TestStalenessBoundedByTTL(t *testing.T) {
+	cache, f, clk, holds := setup(t)
+	ctx := context.Background()
+	s, _ := cache.Get(ctx, 7)
+	if s.Counts[Available] != 10 {
+		t.Fatalf("counts %v", s.Counts)
+	}
+	if _, err := holds.Acquire(ctx, boxoffice.HoldRequest{EventID: 7, SeatIDs: []string{"A-A-1"}, Owner: 1, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.sold = []string{"A-B-5"}
+	f.mu.Unlock()
+	clk.advance(9 * time.Second)
+	if s2, _ := cache.Get(ctx, 7); s2 != s {
+		t.Fatal("rebuilt before the TTL")
+	}
+	clk.advance(2 * time.Second)
+	cache.Get(ctx, 7) // stale: served once more while the rebuild runs
+	waitFor(t, func() bool { s3, _ := cache.Get(ctx, 7); return s3 != s })
+	s3, _ := cache.Get(ctx, 7)
+	if s3.Statuses[0] != Held || s3.Statuses[9] != Sold || s3.Counts[Available] != 8 {
+		t.Errorf("after the TTL: statuses %v counts %v", s3.Statuses, s3.Counts)
+	}
+	if s3.ETag == s.ETag || s3.CompactETag == s.CompactETag {
+		t.Error("the ETag did not change with the content")
+	}
+	var avail struct {
+		Runs string `json:"runs"`
+	}
+	if err := json.Unmarshal(s3.Compact, &avail); err != nil || avail.Runs != "1h8a1s" {
+		t.Errorf("compact runs %q (%v), want 1h8a1s", avail.Runs, err)
+	}
+	letters, err := DecodeRuns(avail.Runs)
+	if err != nil || string(letters) != "haaaaaaaas" {
+		t.Errorf("DecodeRuns = %q, %v", letters, err)
+	}
+}
+
+func TestDecodeRunsRefusesGarbage(t *testing.T) {
+	for _, in := range []string{"3x", "999999999a", "a-1"} {
+		if _, err := DecodeRuns(in); err == nil {
+			t.Errorf("DecodeRuns(%q) accepted", in)
+		}
+	}
+}
