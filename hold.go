@@ -36,8 +36,10 @@ type Holds interface {
 	// Acquire holds every seat in the request for req.TTL, or none of them.
 	// If any seat is held by another owner it returns an ESEATTAKEN *Error
 	// whose Seats lists the seats in the way. Acquiring seats the same owner
-	// already holds succeeds and refreshes their expiry (a retried request).
-	// When the lock store is down it returns EUNAVAILABLE.
+	// already holds succeeds and refreshes their expiry (a retried request);
+	// like any grant it gets a new fence, which replaces the old one on its
+	// seats. A request without seats or with a TTL that is not positive is
+	// EINVALID. When the lock store is down it returns EUNAVAILABLE.
 	Acquire(ctx context.Context, req HoldRequest) (Hold, error)
 
 	// Release deletes the holds on seatIDs that still belong to owner and
