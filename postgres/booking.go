@@ -1,0 +1,491 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// CreateBooking writes a pending booking, its seats and, when given, its
+// idempotency record, in one transaction. The booking is written as
+// pending whatever nb.Booking.Status says.
+//
+// The ticket limit is counted under a row lock on (event, user) in
+// event_users: the row is created if missing (ON CONFLICT DO NOTHING, so
+// concurrent first bookings agree on one row) and then locked FOR UPDATE,
+// so two requests of one user count one after the other, whichever
+// processes they run in; the second sees the first's seats once it commits.
+// A user's seats are those of their confirmed bookings and of their pending
+// bookings whose hold runs past nb.Booking.CreatedAt (the request's "now").
+//
+// Errors, in the order they are checked (the order of sqlite.Store):
+// EINVALID for no seats, ENOTFOUND for an unknown event, EIDEMINFLIGHT when
+// the idempotency key is taken (so a retry is told it is a retry),
+// ESEATTAKEN naming the seats that already have a valid ticket (the lock
+// layer forgets a sold seat once its hold runs out; the database does not),
+// ELIMIT, ECONFLICT when the booking ID is taken, EINVALID for a seat named
+// twice or not in the layout.
+func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
+	b := nb.Booking
+	if b == nil || len(b.SeatIDs) == 0 {
+		return boxoffice.Errorf(boxoffice.EINVALID, "a booking needs at least one seat")
+	}
+	eventID, now := int64(b.EventID), ts(b.CreatedAt)
+
+	return s.transact(ctx, func(tx pgx.Tx) error {
+		// The checks travel in one round trip; the server runs them in
+		// order, so the count runs only once the lock is held.
+		checks := &pgx.Batch{}
+		checks.Queue(`INSERT INTO event_users (event_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+			eventID, b.UserID)
+		checks.Queue(`SELECT 1 FROM event_users WHERE event_id = $1 AND user_id = $2 FOR UPDATE`,
+			eventID, b.UserID)
+		if nb.Idempotency != nil {
+			queueIdempotency(checks, nb.Idempotency)
+		}
+		checks.Queue(`
+			SELECT u.seat_id
+			FROM unnest($2::text[]) WITH ORDINALITY AS u(seat_id, ord)
+			WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.event_id = $1 AND t.seat_id = u.seat_id AND t.status = 'valid')
+			ORDER BY u.ord`,
+			eventID, b.SeatIDs)
+		checks.Queue(`
+			SELECT count(*)
+			FROM bookings o JOIN booking_seats s ON s.booking_id = o.id
+			WHERE o.event_id = $1 AND o.user_id = $2
+			  AND (o.status = 'confirmed' OR (o.status = 'pending' AND o.held_until > $3))`,
+			eventID, b.UserID, now)
+		br := tx.SendBatch(ctx, checks)
+		defer br.Close()
+
+		if _, err := br.Exec(); err != nil {
+			if pgCode(err) == codeForeignKeyViolation {
+				return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %s not found", b.EventID)
+			}
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if nb.Idempotency != nil {
+			if _, err := br.Exec(); err != nil {
+				if pgCode(err) == codeUniqueViolation {
+					return errIdemInFlight
+				}
+				return err
+			}
+		}
+		sold, err := collectStrings(br.Query())
+		if err != nil {
+			return err
+		}
+		if len(sold) > 0 {
+			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: sold}
+		}
+		var taken int
+		if err := br.QueryRow().Scan(&taken); err != nil {
+			return err
+		}
+		if taken+len(b.SeatIDs) > nb.TicketLimit {
+			return boxoffice.Errorf(boxoffice.ELIMIT,
+				"at most %d tickets per user for this event: %d already held or bought", nb.TicketLimit, taken)
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+
+		writes := &pgx.Batch{}
+		writes.Queue(`
+			INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
+			VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8)`,
+			int64(b.ID), eventID, b.UserID, b.Fence, b.AmountCents, ts(b.HeldUntil), now, ts(b.UpdatedAt))
+		writes.Queue(`
+			SELECT u.seat_id
+			FROM unnest($2::text[]) WITH ORDINALITY AS u(seat_id, ord)
+			WHERE NOT EXISTS (SELECT 1 FROM seats st WHERE st.event_id = $1 AND st.seat_id = u.seat_id)
+			ORDER BY u.ord`,
+			eventID, b.SeatIDs)
+		writes.Queue(`
+			INSERT INTO booking_seats (booking_id, position, event_id, seat_id)
+			SELECT $1, u.ord - 1, $2, u.seat_id
+			FROM unnest($3::text[]) WITH ORDINALITY AS u(seat_id, ord)`,
+			int64(b.ID), eventID, b.SeatIDs)
+		wr := tx.SendBatch(ctx, writes)
+		defer wr.Close()
+
+		if _, err := wr.Exec(); err != nil {
+			if pgCode(err) == codeUniqueViolation {
+				return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %s already exists", b.ID)
+			}
+			return err
+		}
+		unknown, err := collectStrings(wr.Query())
+		if err != nil {
+			return err
+		}
+		if len(unknown) > 0 {
+			return &boxoffice.Error{Code: boxoffice.EINVALID, Message: "no such seat in this event", Seats: unknown}
+		}
+		// The primary key and the foreign key to seats back up the checks
+		// above.
+		if _, err := wr.Exec(); err != nil {
+			if pgCode(err) == codeUniqueViolation {
+				return boxoffice.Errorf(boxoffice.EINVALID, "a booking lists a seat twice")
+			}
+			return err
+		}
+		return wr.Close()
+	})
+}
+
+// collectStrings reads a one-column text result.
+func collectStrings(rows pgx.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// Booking returns a booking, with its tickets once confirmed, or ENOTFOUND.
+func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Booking, error) {
+	b, err := scanBooking(s.pool.QueryRow(ctx, `SELECT `+bookingColumns+` FROM bookings b WHERE b.id = $1`, int64(id)))
+	if err != nil {
+		return nil, bookingErr(err, id)
+	}
+	// Confirmed is final and its tickets were written in the same
+	// transaction, so this second read cannot miss them.
+	if b.Status == boxoffice.BookingConfirmed {
+		if b.Tickets, err = bookingTickets(ctx, s.pool, b.ID); err != nil {
+			return nil, translate(err)
+		}
+	}
+	return b, nil
+}
+
+// ConfirmBooking confirms a pending booking in one transaction: it locks
+// the booking row (FOR UPDATE: a concurrent confirm or release of the same
+// booking waits, then sees the outcome), checks its status, fence and hold,
+// runs the fencing check, and writes the tickets, the payment, the
+// booking's new state and the idempotency record. Any failure rolls all of
+// it back. See boxoffice.BookingStore for the errors.
+//
+// The tickets' ID, SeatID and Code are taken from c; their event, booking
+// and user come from the booking, their status is valid and their IssuedAt
+// is c.Now. A zero c.Payment.CreatedAt means c.Now. Tickets that do not
+// name each seat of the booking exactly once, or a payment without an
+// AuthID, fail with EINVALID; a ticket id or code already in use fails with
+// ECONFLICT.
+//
+// The unique index on valid tickets, not a prior read, decides ESEATTAKEN.
+// The tickets are inserted in seat id order, so two confirms that share
+// seats wait on one another in the same order instead of deadlocking.
+func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error) {
+	now := ts(c.Now)
+	var out *boxoffice.Booking
+	err := s.transact(ctx, func(tx pgx.Tx) error {
+		b, err := scanBooking(tx.QueryRow(ctx,
+			`SELECT `+bookingColumns+` FROM bookings b WHERE b.id = $1 FOR UPDATE`, int64(c.BookingID)))
+		if err != nil {
+			return bookingErr(err, c.BookingID)
+		}
+		switch b.Status {
+		case boxoffice.BookingConfirmed:
+			// A retry, or a second payment the caller must void: either
+			// way nothing is written.
+			b.Tickets, err = bookingTickets(ctx, tx, b.ID)
+			out = b
+			return err
+		case boxoffice.BookingPending:
+		default:
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %s is %s", b.ID, b.Status)
+		}
+		if c.Fence != b.Fence {
+			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %s: the hold was taken over", b.ID)
+		}
+		if !now.Before(b.HeldUntil) {
+			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %s: the hold ran out", b.ID)
+		}
+		tickets, err := ticketsFor(b, c.Tickets, now)
+		if err != nil {
+			return err
+		}
+		if c.Payment.AuthID == "" {
+			return boxoffice.Errorf(boxoffice.EINVALID, "booking %s: the payment has no authorization id", b.ID)
+		}
+		paidAt := c.Payment.CreatedAt
+		if paidAt.IsZero() {
+			paidAt = now
+		}
+
+		// The fencing check: a live pending booking with a larger fence on
+		// one of these seats means the lock layer has since handed the
+		// seat to someone else, so this hold is no longer the seat's. The
+		// other booking is read by a correlated subquery, so the plan is
+		// always "seat index, then primary key": a join lets the planner
+		// start from the pending bookings, which in a flash sale are all
+		// of them.
+		rows, err := tx.Query(ctx, `
+			SELECT DISTINCT s.seat_id
+			FROM booking_seats s
+			WHERE s.event_id = $1 AND s.seat_id = ANY($2) AND s.booking_id <> $3
+			  AND (SELECT o.status = 'pending' AND o.held_until > $4 AND o.fence > $5
+			       FROM bookings o WHERE o.id = s.booking_id)
+			ORDER BY s.seat_id`,
+			int64(b.EventID), b.SeatIDs, int64(b.ID), now, b.Fence)
+		if err != nil {
+			return err
+		}
+		lost, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if len(lost) > 0 {
+			return &boxoffice.Error{Code: boxoffice.EHOLDLOST, Message: "a newer hold claims seats of this booking", Seats: lost}
+		}
+
+		ids, seats, codes := make([]int64, len(tickets)), make([]string, len(tickets)), make([]string, len(tickets))
+		for i, t := range tickets {
+			ids[i], seats[i], codes[i] = int64(t.ID), t.SeatID, t.Code
+		}
+		// One round trip for every write. The ticket insert skips a seat
+		// that already has a valid ticket (ON CONFLICT on the partial
+		// unique index, which waits for a concurrent insert of the same
+		// seat to commit or roll back) and returns the seats it did write:
+		// a seat missing from the answer is taken, and the whole
+		// transaction is rolled back. A taken ticket id or code is still a
+		// unique violation.
+		batch := &pgx.Batch{}
+		batch.Queue(`
+			INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
+			SELECT u.id, $4, $5, u.seat_id, $6, u.code, 'valid', $7
+			FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, seat_id, code, ord)
+			ORDER BY u.ord
+			ON CONFLICT (event_id, seat_id) WHERE status = 'valid' DO NOTHING
+			RETURNING seat_id`,
+			ids, seats, codes, int64(b.EventID), int64(b.ID), b.UserID, now)
+		batch.Queue(`
+			INSERT INTO payments (booking_id, auth_id, amount_cents, status, created_at)
+			VALUES ($1, $2, $3, 'authorized', $4)`,
+			int64(b.ID), c.Payment.AuthID, c.Payment.AmountCents, ts(paidAt))
+		batch.Queue(`
+			UPDATE bookings
+			SET status = 'confirmed', confirmation_code = $2, payment_auth_id = $3, updated_at = $4
+			WHERE id = $1`,
+			int64(b.ID), c.Code, c.Payment.AuthID, now)
+		if c.Idempotency != nil {
+			queueIdempotency(batch, c.Idempotency)
+		}
+		br := tx.SendBatch(ctx, batch)
+		defer br.Close()
+
+		rows, err = br.Query()
+		if err != nil {
+			return err
+		}
+		written, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if pgCode(err) == codeUniqueViolation {
+			return &boxoffice.Error{Code: boxoffice.ECONFLICT, Message: "a ticket id or code is already in use", Err: err}
+		}
+		if err != nil {
+			return err
+		}
+		if len(written) < len(tickets) {
+			var taken []string
+			for _, seat := range b.SeatIDs {
+				if !slices.Contains(written, seat) {
+					taken = append(taken, seat)
+				}
+			}
+			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "a seat of this booking is already sold", Seats: taken}
+		}
+		if _, err := br.Exec(); err != nil { // the payment
+			return err
+		}
+		if _, err := br.Exec(); err != nil { // the booking's new state
+			return err
+		}
+		if c.Idempotency != nil {
+			if _, err := br.Exec(); err != nil {
+				if pgCode(err) == codeUniqueViolation {
+					return errIdemInFlight
+				}
+				return err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+
+		b.Status = boxoffice.BookingConfirmed
+		b.ConfirmationCode, b.PaymentAuthID, b.UpdatedAt = c.Code, c.Payment.AuthID, now
+		// Written in seat id order (the lock order), returned in the
+		// booking's seat order, as Booking reads them.
+		slices.SortFunc(tickets, func(x, y boxoffice.Ticket) int {
+			return slices.Index(b.SeatIDs, x.SeatID) - slices.Index(b.SeatIDs, y.SeatID)
+		})
+		b.Tickets = tickets
+		out = b
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ticketsFor checks that in names each seat of b exactly once, each ticket
+// with an id and a code, and returns the tickets to write, in seat id
+// order: the booking's event, id and user, status valid, issued at now.
+func ticketsFor(b *boxoffice.Booking, in []boxoffice.Ticket, now time.Time) ([]boxoffice.Ticket, error) {
+	want := make(map[string]bool, len(b.SeatIDs))
+	for _, seat := range b.SeatIDs {
+		want[seat] = true
+	}
+	out := make([]boxoffice.Ticket, 0, len(in))
+	for _, t := range in {
+		if t.ID <= 0 || t.Code == "" {
+			return nil, boxoffice.Errorf(boxoffice.EINVALID, "booking %s: every ticket needs an id and a code", b.ID)
+		}
+		if !want[t.SeatID] {
+			return nil, &boxoffice.Error{Code: boxoffice.EINVALID,
+				Message: "a ticket names a seat the booking does not hold, or names it twice", Seats: []string{t.SeatID}}
+		}
+		delete(want, t.SeatID)
+		out = append(out, boxoffice.Ticket{ID: t.ID, EventID: b.EventID, BookingID: b.ID, SeatID: t.SeatID,
+			UserID: b.UserID, Code: t.Code, Status: boxoffice.TicketValid, IssuedAt: now})
+	}
+	if len(want) > 0 {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "booking %s: %d of its seats have no ticket", b.ID, len(want))
+	}
+	slices.SortFunc(out, func(x, y boxoffice.Ticket) int { return strings.Compare(x.SeatID, y.SeatID) })
+	return out, nil
+}
+
+// ReleaseBooking moves a pending booking to released or expired (to) and
+// returns it as it is afterwards. Errors: EINVALID for another target
+// status, ENOTFOUND, ECONFLICT if the booking was not pending.
+func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffice.BookingStatus, now time.Time) (*boxoffice.Booking, error) {
+	if to != boxoffice.BookingReleased && to != boxoffice.BookingExpired {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "a booking is released to %q or %q, not %q",
+			boxoffice.BookingReleased, boxoffice.BookingExpired, to)
+	}
+	var out *boxoffice.Booking
+	err := s.transact(ctx, func(tx pgx.Tx) error {
+		b, err := scanBooking(tx.QueryRow(ctx,
+			`SELECT `+bookingColumns+` FROM bookings b WHERE b.id = $1 FOR UPDATE`, int64(id)))
+		if err != nil {
+			return bookingErr(err, id)
+		}
+		if b.Status != boxoffice.BookingPending {
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %s is %s", id, b.Status)
+		}
+		b.Status, b.UpdatedAt = to, ts(now)
+		if _, err := tx.Exec(ctx, `UPDATE bookings SET status = $2, updated_at = $3 WHERE id = $1`,
+			int64(id), string(to), b.UpdatedAt); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ExpireBookings moves up to limit pending bookings whose hold ran out at
+// or before cutoff to expired, oldest hold first, and returns them. Rows
+// another transaction holds (a confirm in progress) are skipped, not waited
+// for, so several reconcilers can sweep at once.
+func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int) ([]*boxoffice.Booking, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []*boxoffice.Booking
+	err := s.transact(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			UPDATE bookings b SET status = 'expired', updated_at = $1
+			WHERE b.id IN (
+			    SELECT id FROM bookings
+			    WHERE status = 'pending' AND held_until <= $1
+			    ORDER BY held_until, id
+			    LIMIT $2
+			    FOR UPDATE SKIP LOCKED)
+			RETURNING `+bookingColumns, ts(cutoff), limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*boxoffice.Booking, error) { return scanBooking(row) })
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(x, y *boxoffice.Booking) int {
+		if c := x.HeldUntil.Compare(y.HeldUntil); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ID, y.ID)
+	})
+	return out, nil
+}
+
+// bookingColumns reads a booking row aliased b, with its seats in request
+// order.
+const bookingColumns = `b.id, b.event_id, b.user_id, b.status, b.fence, b.amount_cents,
+	b.held_until, b.created_at, b.updated_at, b.confirmation_code, b.payment_auth_id,
+	ARRAY(SELECT s.seat_id FROM booking_seats s WHERE s.booking_id = b.id ORDER BY s.position)`
+
+func scanBooking(row pgx.Row) (*boxoffice.Booking, error) {
+	var (
+		b           boxoffice.Booking
+		id, eventID int64
+		status      string
+	)
+	err := row.Scan(&id, &eventID, &b.UserID, &status, &b.Fence, &b.AmountCents,
+		&b.HeldUntil, &b.CreatedAt, &b.UpdatedAt, &b.ConfirmationCode, &b.PaymentAuthID, &b.SeatIDs)
+	if err != nil {
+		return nil, err
+	}
+	b.ID, b.EventID, b.Status = boxoffice.ID(id), boxoffice.ID(eventID), boxoffice.BookingStatus(status)
+	b.HeldUntil, b.CreatedAt, b.UpdatedAt = b.HeldUntil.UTC(), b.CreatedAt.UTC(), b.UpdatedAt.UTC()
+	return &b, nil
+}
+
+// bookingTickets returns a booking's tickets in the order of its seats.
+func bookingTickets(ctx context.Context, q querier, bookingID boxoffice.ID) ([]boxoffice.Ticket, error) {
+	rows, err := q.Query(ctx, `
+		SELECT t.id, t.event_id, t.booking_id, t.seat_id, t.user_id, t.code, t.status, t.issued_at
+		FROM tickets t JOIN booking_seats bs ON bs.booking_id = t.booking_id AND bs.seat_id = t.seat_id
+		WHERE t.booking_id = $1
+		ORDER BY bs.position, t.id`, int64(bookingID))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (boxoffice.Ticket, error) {
+		var (
+			t                      boxoffice.Ticket
+			id, eventID, bookingID int64
+			status                 string
+		)
+		err := row.Scan(&id, &eventID, &bookingID, &t.SeatID, &t.UserID, &t.Code, &status, &t.IssuedAt)
+		t.ID, t.EventID, t.BookingID = boxoffice.ID(id), boxoffice.ID(eventID), boxoffice.ID(bookingID)
+		t.Status, t.IssuedAt = boxoffice.TicketStatus(status), t.IssuedAt.UTC()
+		return t, err
+	})
+}
+
+// bookingErr reads pgx.ErrNoRows as "no such booking".
+func bookingErr(err error, id boxoffice.ID) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "no booking %s", id)
+	}
+	return translate(err)
+}

@@ -1,0 +1,157 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/postgres"
+	"github.com/boxoffice/boxoffice/storetest"
+)
+
+// TestStore runs the contract every boxoffice.Store passes. Each subtest
+// gets a schema of its own, so they run in parallel.
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) boxoffice.Store {
+		t.Parallel()
+		return newStore(t)
+	})
+}
+
+// defaultTestURL is the development machine's server (see DEVELOPERS.md);
+// BOXOFFICE_TEST_POSTGRES overrides it.
+const defaultTestURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+var (
+	reachOnce sync.Once
+	reachErr  error
+)
+
+// serverURL returns the test server's URL. When the server cannot be
+// reached the test is skipped, or fails when CI=true: CI must not pass by
+// skipping.
+func serverURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv("BOXOFFICE_TEST_POSTGRES")
+	if u == "" {
+		u = defaultTestURL
+	}
+	reachOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			reachErr = err
+			return
+		}
+		reachErr = conn.Ping(ctx)
+		conn.Close(ctx)
+	})
+	if reachErr != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("PostgreSQL at BOXOFFICE_TEST_POSTGRES is unreachable (CI=true, so this fails): %v", reachErr)
+		}
+		tb.Skipf("PostgreSQL unreachable (set BOXOFFICE_TEST_POSTGRES): %v", reachErr)
+	}
+	return u
+}
+
+// freshSchema creates an empty schema, drops it when the test ends, and
+// returns a URL whose connections use it (search_path as a runtime
+// parameter), so that tests running in parallel never see each other's rows.
+func freshSchema(tb testing.TB) string {
+	tb.Helper()
+	base := serverURL(tb)
+	b := make([]byte, 8)
+	rand.Read(b)
+	schema := "bo_test_" + hex.EncodeToString(b)
+
+	exec := func(sql string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec(`CREATE SCHEMA ` + schema); err != nil {
+		tb.Fatalf("create schema: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`); err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(tb, base, schema)
+}
+
+func withSearchPath(tb testing.TB, base, schema string) string {
+	tb.Helper()
+	if !strings.Contains(base, "://") { // a key=value DSN
+		return base + " search_path=" + schema
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("BOXOFFICE_TEST_POSTGRES: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// newStore opens a Store on a fresh schema; it is closed, and the schema
+// dropped, when the test ends.
+func newStore(tb testing.TB) *postgres.Store {
+	tb.Helper()
+	return openStore(tb, freshSchema(tb))
+}
+
+// openStore opens another Store on the schema of u: a second process, as
+// far as the database can tell.
+func openStore(tb testing.TB, u string) *postgres.Store {
+	tb.Helper()
+	s, err := postgres.Open(context.Background(), u)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestLeaseNodeIDIsExclusive(t *testing.T) {
+	st := newStore(t)
+	a, releaseA, err := st.LeaseNodeID(context.Background(), 1023)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, releaseB, err := st.LeaseNodeID(context.Background(), 1023)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatalf("two live leases got node id %d", a)
+	}
+	releaseA()
+	c, releaseC, err := st.LeaseNodeID(context.Background(), 1023)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseC()
+	defer releaseB()
+	if c == b {
+		t.Fatalf("a new lease got %d, still held", c)
+	}
+}
