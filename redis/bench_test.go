@@ -1,0 +1,93 @@
+package redis
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// The benchmarks take holds on distinct seats with 64 concurrent callers,
+// against BOXOFFICE_TEST_REDIS (which may name a cluster's nodes too), and
+// report ops/s (holds granted per second) and seats/s. Compare them with
+// the raw ceiling of the same server, measured in the same run:
+//
+//	redis-benchmark -q -n 200000 -c 50 -r 1000000 SET k:__rand_int__ v NX PX 600000
+//
+// Figures of one run (2 cores; the load generator on the same cores;
+// `go test -run '^$' -bench Hold -benchtime 100000x ./redis`, repeated
+// with -count 3):
+//
+//	raw SET NX PX, redis-benchmark -c 50      ~see the report
+//	BenchmarkHold1         one seat            ~see the report
+//	BenchmarkHold4         four seats, one section
+//	BenchmarkHold4Sections four seats in four sections (cross-slot path)
+
+func BenchmarkHold1(b *testing.B) { benchHold(b, 1, 1) }
+
+func BenchmarkHold4(b *testing.B) { benchHold(b, 4, 1) }
+
+// BenchmarkHold4Sections is the cross-section path: four sequential acquire
+// scripts and one pipelined promote.
+func BenchmarkHold4Sections(b *testing.B) { benchHold(b, 4, 4) }
+
+// callers is how many goroutines take holds at once.
+const callers = 64
+
+func benchHold(b *testing.B, seats, sections int) {
+	addr := envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0")
+	client, err := Dial(addr)
+	if err != nil {
+		if envOr("CI", "") == "true" {
+			b.Fatalf("Redis at %s: %v", addr, err)
+		}
+		b.Skipf("Redis at %s: %v", addr, err)
+	}
+	b.Cleanup(client.Close) // after the keys' cleanup, which newPrefix registers next
+	h := NewHolds(client, newPrefix(b, client))
+	event := newID()
+	var next atomic.Int64
+	var failed atomic.Int64
+
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((callers + procs - 1) / procs)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		ids := make([]string, seats)
+		for pb.Next() {
+			n := int(next.Add(1))
+			// Spread the holds over 64 sections, hence slots (and shards).
+			for i := range ids {
+				sec := "S" + strconv.Itoa((n+i*(64/sections))%64)
+				if sections == 1 {
+					sec = "S" + strconv.Itoa(n%64)
+				}
+				ids[i] = sec + "-A-" + strconv.Itoa(n*seats+i)
+			}
+			_, err := h.Acquire(ctx, boxoffice.HoldRequest{EventID: event, SeatIDs: ids, Owner: boxoffice.ID(n), TTL: 5 * time.Minute})
+			if err != nil {
+				failed.Add(1)
+			}
+		}
+	})
+	b.StopTimer()
+	if f := failed.Load(); f > 0 {
+		b.Errorf("%d of %d holds failed", f, b.N)
+	}
+	secs := b.Elapsed().Seconds()
+	b.ReportMetric(float64(b.N)/secs, "ops/s")
+	b.ReportMetric(float64(b.N*seats)/secs, "seats/s")
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,203 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+
+	"github.com/redis/rueidis"
+)
+
+// The Lua scripts. Each touches only the KEYS it is given, and every caller
+// passes keys of one hash tag, so each runs atomically on one node of a
+// cluster. Seat values are "<owner>:<fence>"; fences are decimal integers
+// below 2^53, so Lua's doubles hold them exactly; string.format('%d') keeps
+// them out of Lua's exponent notation.
+
+// acquireLua holds every seat or none. KEYS[1] is the group's fence counter,
+// KEYS[2..] its seats; ARGV is owner, ttl in ms, floor. A seat is free if it
+// has no value or the value is the same owner's. The new fence is the
+// largest of counter+1, floor and the server clock in microseconds (see the
+// package comment). Reply: {1, fence, i, fence_i, expiry_i, ...}, listing for
+// each seat i the same owner held before its fence and absolute expiry in ms
+// (for undoLua); or {0, i...} with the 1-based indexes of the seats held by
+// someone else, having written nothing.
+const acquireLua = `
+local mine = ARGV[1] .. ':'
+local n = #mine
+local now = redis.call('TIME')
+local nowms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local taken = {0}
+local reply = {1, 0}
+for i = 2, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v then
+    if string.sub(v, 1, n) ~= mine then
+      taken[#taken + 1] = i - 1
+    else
+      local pttl = redis.call('PTTL', KEYS[i])
+      local f = tonumber(string.sub(v, n + 1))
+      if pttl > 0 and f then
+        reply[#reply + 1] = i - 1
+        reply[#reply + 1] = f
+        reply[#reply + 1] = nowms + pttl
+      end
+    end
+  end
+end
+if #taken > 1 then
+  return taken
+end
+local fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
+local last = tonumber(redis.call('GET', KEYS[1]) or '0')
+if last + 1 > fence then fence = last + 1 end
+local floor = tonumber(ARGV[3])
+if floor > fence then fence = floor end
+local fs = string.format('%d', fence)
+redis.call('SET', KEYS[1], fs)
+local value = mine .. fs
+for i = 2, #KEYS do
+  redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
+end
+reply[2] = fence
+return reply
+`
+
+// promoteLua moves one group of a cross-section hold from the fence it got
+// in acquireLua (ARGV[2]) to the hold's final fence (ARGV[3]), keeping each
+// seat's expiry, and raises the group's counter to at least the final fence.
+// KEYS as for acquireLua, ARGV[1] the owner. Running it twice is harmless.
+// Reply: {1} or {0, i...} with the seats no longer held under either fence
+// (expired, or taken over meanwhile), in which case nothing is written.
+const promoteLua = `
+local old = ARGV[1] .. ':' .. ARGV[2]
+local new = ARGV[1] .. ':' .. ARGV[3]
+local lost = {0}
+for i = 2, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v ~= old and v ~= new then
+    lost[#lost + 1] = i - 1
+  end
+end
+if #lost > 1 then
+  return lost
+end
+local last = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[3]) > last then
+  redis.call('SET', KEYS[1], ARGV[3])
+end
+for i = 2, #KEYS do
+  redis.call('SET', KEYS[i], new, 'KEEPTTL')
+end
+return {1}
+`
+
+// releaseLua deletes the seats in KEYS whose value belongs to the owner
+// ARGV[1]. Reply: how many keys it deleted.
+const releaseLua = `
+local mine = ARGV[1] .. ':'
+local n = #mine
+local freed = 0
+for i = 1, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v and string.sub(v, 1, n) == mine then
+    freed = freed + redis.call('DEL', KEYS[i])
+  end
+end
+return freed
+`
+
+// undoLua gives back the seats of one section of a failed cross-section
+// Acquire. KEYS are the seats; ARGV[1] is the value that Acquire wrote
+// ("<owner>:<fence>"): only seats still holding exactly it are touched, so
+// a newer hold, even by the same owner, survives. ARGV[2] = 'prefix' makes
+// ARGV[1] an owner prefix "<owner>:" instead, for a section where the
+// outcome of the acquire script is unknown. ARGV[2+i] and ARGV[2+#KEYS+i]
+// are the value seat i had before and its absolute expiry in ms (empty if it
+// was free): such seats get their earlier hold back, the others are
+// deleted. Reply: 0.
+const undoLua = `
+local want = ARGV[1]
+local prefix = ARGV[2] == 'prefix'
+local n = #KEYS
+for i = 1, n do
+  local v = redis.call('GET', KEYS[i])
+  if v and (v == want or (prefix and string.sub(v, 1, #want) == want)) then
+    local old = ARGV[2 + i]
+    if old and old ~= '' then
+      redis.call('SET', KEYS[i], old, 'PXAT', ARGV[2 + n + i])
+    else
+      redis.call('DEL', KEYS[i])
+    end
+  end
+end
+return 0
+`
+
+// leaseReleaseLua deletes KEYS[1] if it still holds the token ARGV[1].
+const leaseReleaseLua = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`
+
+var (
+	acquireScript      = newScript(acquireLua)
+	promoteScript      = newScript(promoteLua)
+	releaseScript      = newScript(releaseLua)
+	undoScript         = newScript(undoLua)
+	leaseReleaseScript = newScript(leaseReleaseLua)
+)
+
+// script runs one Lua script by EVALSHA, falling back to EVAL (which also
+// loads it) when the node answers NOSCRIPT: after a restart, a SCRIPT FLUSH,
+// or on a cluster node that has not seen it yet.
+type script struct {
+	lua *rueidis.Lua
+	src string
+	sha string
+}
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{lua: rueidis.NewLuaScript(src), src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// exec runs the script once (rueidis.Lua does the NOSCRIPT fallback).
+func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	return s.lua.Exec(ctx, c, keys, args)
+}
+
+// execMulti runs the script once per exec in one pipelined DoMulti (the
+// cluster client sends each to its slot's node, in parallel), then runs again
+// by EVAL only those that met NOSCRIPT. Unlike rueidis.Lua.ExecMulti it does
+// not SCRIPT LOAD on every node at each call.
+func (s *script) execMulti(ctx context.Context, c rueidis.Client, execs []rueidis.LuaExec) []rueidis.RedisResult {
+	if len(execs) == 1 {
+		return []rueidis.RedisResult{s.exec(ctx, c, execs[0].Keys, execs[0].Args)}
+	}
+	cmds := make(rueidis.Commands, len(execs))
+	for i, e := range execs {
+		cmds[i] = c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(e.Keys))).Key(e.Keys...).Arg(e.Args...).Build()
+	}
+	res := c.DoMulti(ctx, cmds...)
+	var again []int
+	for i, r := range res {
+		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return res
+	}
+	cmds = make(rueidis.Commands, len(again))
+	for j, i := range again {
+		e := execs[i]
+		cmds[j] = c.B().Eval().Script(s.src).Numkeys(int64(len(e.Keys))).Key(e.Keys...).Arg(e.Args...).Build()
+	}
+	for j, r := range c.DoMulti(ctx, cmds...) {
+		res[again[j]] = r
+	}
+	return res
+}
