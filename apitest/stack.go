@@ -60,20 +60,26 @@ type Parts struct {
 	// HoldTTL of the stack; short for a real lock server, whose expiry runs
 	// on its own clock.
 	HoldTTL time.Duration
+	// PendingGrace and SeatmapTTL: defaults 1m and 10s; short on a real
+	// clock so that tests that wait them out stay quick.
+	PendingGrace time.Duration
+	SeatmapTTL   time.Duration
 }
 
 // Stack is a running service and what tests need to drive and audit it.
 type Stack struct {
-	URL     string
-	Service *sale.Service
-	Store   boxoffice.Store
-	Holds   boxoffice.Holds
-	Pay     *testpay.Gateway
-	Seats   *seatmap.Cache
-	Auth    *auth.Authenticator
-	Advance func(time.Duration)
-	HoldTTL time.Duration
-	Now     func() time.Time
+	URL          string
+	Service      *sale.Service
+	Store        boxoffice.Store
+	Holds        boxoffice.Holds
+	Pay          *testpay.Gateway
+	Seats        *seatmap.Cache
+	Auth         *auth.Authenticator
+	Advance      func(time.Duration)
+	HoldTTL      time.Duration
+	PendingGrace time.Duration
+	SeatmapTTL   time.Duration
+	Now          func() time.Time
 }
 
 // Secret signs the stacks' tokens.
@@ -90,6 +96,12 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	if p.HoldTTL == 0 {
 		p.HoldTTL = 10 * time.Minute
 	}
+	if p.PendingGrace == 0 {
+		p.PendingGrace = time.Minute
+	}
+	if p.SeatmapTTL == 0 {
+		p.SeatmapTTL = 10 * time.Second
+	}
 	ids, err := snowflake.New(int(time.Now().UnixNano()%snowflake.MaxNode), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -103,12 +115,12 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	// Errors go to stderr, not t.Log: background rebuilds may outlive a test.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	svc := sale.New(sale.Deps{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Payments: pay, IDs: ids, Now: now, Log: log},
-		sale.Config{HoldTTL: p.HoldTTL, PendingGrace: time.Minute, PaymentTimeout: 5 * time.Second})
-	seats := seatmap.New(svc, p.Store, p.Holds, 10*time.Second, now)
+		sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second})
+	seats := seatmap.New(svc, p.Store, p.Holds, p.SeatmapTTL, now)
 	srv := httptest.NewServer(httpapi.New(svc, seats, a, log))
 	t.Cleanup(srv.Close)
 	return &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: seats, Auth: a,
-		Advance: p.Advance, HoldTTL: p.HoldTTL, Now: now}
+		Advance: p.Advance, HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, SeatmapTTL: p.SeatmapTTL, Now: now}
 }
 
 // Token returns a bearer token for sub with role.

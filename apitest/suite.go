@@ -710,8 +710,11 @@ func testSeatMapCaching(t *testing.T, s *Stack) {
 		t.Errorf("If-None-Match: %d, want 304", r2.Status)
 	}
 	s.client(t, "fan", "").mustReserve(ev, "A-A-1")
+	if s.SeatmapTTL+time.Second >= s.HoldTTL {
+		t.Fatalf("the stack's seat-map TTL %s must be well under its hold TTL %s for this test", s.SeatmapTTL, s.HoldTTL)
+	}
 	// Within the TTL the cached copy is served; after it, the change shows.
-	s.Advance(11 * time.Second)
+	s.Advance(s.SeatmapTTL + time.Second)
 	anon.do("GET", "/events/"+ev+"/seats", nil) // serves the stale copy, starts a rebuild
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -833,7 +836,7 @@ func testReconciler(t *testing.T, s *Stack) {
 	if rep, err := s.Service.Reconcile(ctx); err != nil || rep.Expired != 0 {
 		t.Fatalf("early pass: %+v %v", rep, err)
 	}
-	s.Advance(s.HoldTTL + 2*time.Minute)
+	s.Advance(s.HoldTTL + 2*s.PendingGrace)
 	rep, err := s.Service.Reconcile(ctx)
 	if err != nil || rep.Expired != 1 {
 		t.Fatalf("pass after hold+grace: %+v %v, want 1 expired", rep, err)

@@ -105,4 +105,3 @@ func (c config) print(w io.Writer) {
 		c.Addr, c.Data, mask(c.Postgres), mask(c.Redis), mask(c.Kafka), c.Hold, c.PendingGrace, c.SeatmapTTL, c.NodeID,
 		map[bool]string{true: "(from BOXOFFICE_AUTH_SECRET)", false: "(kept in the data directory)"}[c.AuthSecret != ""])
 }
-

@@ -2,6 +2,7 @@
 //
 //	boxoffice serve    run the API, the reconciler and the embedded parts
 //	boxoffice token    print a bearer token for a user or an organiser
+//	boxoffice migrate  apply the PostgreSQL migrations
 //
 // Run "boxoffice <command> --help" for the flags of each.
 package main
@@ -36,6 +37,7 @@ Usage:
   boxoffice serve [flags]              run everything in one process (embedded default
                                        when no server addresses are given)
   boxoffice token --sub ID [--role admin]  print a bearer token
+  boxoffice migrate --postgres URL     apply the PostgreSQL migrations
 
 Run "boxoffice serve --help" for the server flags and their environment variables.`
 
@@ -51,6 +53,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args[1:], getenv, stdout, stderr)
 	case "token":
 		return token(args[1:], getenv, stdout, stderr)
+	case "migrate":
+		return migrate(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, topUsage)
 		return nil

@@ -53,9 +53,14 @@ var (
 
 func startServer(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
+	return startServerEnv(t, dataDir, []string{"BOXOFFICE_AUTH_SECRET="}, extra...)
+}
+
+func startServerEnv(t *testing.T, dataDir string, env []string, extra ...string) *server {
+	t.Helper()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, extra...)
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "BOXOFFICE_TEST_MAIN=1", "BOXOFFICE_AUTH_SECRET=")
+	cmd.Env = append(append(os.Environ(), "BOXOFFICE_TEST_MAIN=1"), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

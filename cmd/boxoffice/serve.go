@@ -3,23 +3,20 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/httpapi"
-	"github.com/boxoffice/boxoffice/inmem"
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
-	"github.com/boxoffice/boxoffice/snowflake"
-	"github.com/boxoffice/boxoffice/sqlite"
 	"github.com/boxoffice/boxoffice/testpay"
 )
 
@@ -35,8 +32,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := newLogger(stderr, c.LogLevel)
 	c.print(stdout)
 
-	if c.Postgres != "" || c.Redis != "" || c.Kafka != "" {
-		return errors.New("--postgres, --redis and --kafka are not supported by this build yet: run without them for the embedded default")
+	if c.Kafka != "" {
+		return errors.New("--kafka: the flash-sale queue is not in this build yet; run without it")
 	}
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
@@ -45,17 +42,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	ids, err := snowflake.New(c.NodeID, nil)
+	nodeIDSet := getenv(envName("node-id")) != ""
+	fs.Visit(func(f *flag.Flag) { nodeIDSet = nodeIDSet || f.Name == "node-id" })
+	p, err := openParts(ctx, c, log, nodeIDSet)
 	if err != nil {
 		return err
 	}
-	store, err := sqlite.Open(ctx, filepath.Join(c.Data, "boxoffice.db"))
-	if err != nil {
-		return fmt.Errorf("open the embedded database: %w", err)
-	}
-	defer store.Close()
-	holds := inmem.NewHolds(nil)
-	leases := inmem.NewLeases(nil)
+	defer p.close()
+	store, holds, leases, ids := p.store, p.holds, p.leases, p.ids
 	pay := testpay.New()
 	pay.SlowDelay = c.SlowPayment
 
@@ -90,8 +84,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { svc.RunReconciler(bg, c.ReconcileEvery) })
-	wg.Go(func() { holds.Run(bg, time.Second, nil) })
-	wg.Go(func() { leases.Run(bg, 10*time.Second) })
+	p.run(bg, &wg)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -1,0 +1,79 @@
+package apitest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/boxoffice/boxoffice/postgres"
+	"github.com/boxoffice/boxoffice/redis"
+)
+
+// TestProduction runs the suite on PostgreSQL and Redis, on the real clock
+// (Redis expires holds on its own), each test in a schema and under a key
+// prefix of its own. Unreachable servers skip it, or fail it when CI=true.
+func TestProduction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers, real waiting")
+	}
+	pgURL := envOr("BOXOFFICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	redisURL := envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0")
+	admin, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		unreachable(t, "PostgreSQL", err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) })
+	client, err := redis.Dial(redisURL)
+	if err != nil {
+		unreachable(t, "Redis", err)
+	}
+	t.Cleanup(client.Close)
+
+	Run(t, func(t *testing.T) *Stack {
+		name := "apitest_" + randomHex(6)
+		if _, err := admin.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = admin.Exec(ctx, "DROP SCHEMA "+name+" CASCADE") })
+		u, _ := url.Parse(pgURL)
+		q := u.Query()
+		q.Set("search_path", name)
+		u.RawQuery = q.Encode()
+		store, err := postgres.Open(ctx, u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		prefix := "apitest:" + randomHex(6) + ":"
+		return NewStack(t, Parts{
+			Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
+			Advance: time.Sleep, HoldTTL: 3 * time.Second, PendingGrace: time.Second, SeatmapTTL: time.Second,
+		})
+	})
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func unreachable(t *testing.T, what string, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is unreachable and CI=true: %v", what, err)
+	}
+	t.Skipf("%s is unreachable: %v", what, err)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
