@@ -182,6 +182,16 @@ func TestRedisDownFailsClosedAndRecovers(t *testing.T) {
 	if r := alice.do("GET", "/bookings/"+sold.BookingID, nil); r.Status != 200 {
 		t.Errorf("reading a confirmed booking with Redis down: %d", r.Status)
 	}
+	s.Seats.Invalidate(parseID(t, ev)) // a cold cache: the map must come from the database alone
+	if r := s.anonymous(t).do("GET", "/events/"+ev+"/seats", nil); r.Status != 200 {
+		t.Errorf("seat map with Redis down and nothing cached: %d %s", r.Status, r.Body)
+	} else {
+		var m seatMap
+		r.decode(t, &m)
+		if m.Seats[0].SeatID != "H-A-1" || m.Seats[0].Status != "sold" {
+			t.Errorf("seat map with Redis down: first seat %+v, want H-A-1 sold", m.Seats[0])
+		}
+	}
 	if unavailable.Load() == downAt {
 		t.Error("the storm saw no 503 while Redis was down")
 	}

@@ -53,6 +53,22 @@ type Snapshot struct {
 	CompactETag string
 	// Counts of seats per status.
 	Counts map[string]int
+	// Degraded is set when the lock layer could not be read: sold seats
+	// are right (they come from the database), holds are not shown. Such a
+	// snapshot is kept for at most a second.
+	Degraded bool
+}
+
+// degradedTTL bounds how long a snapshot built without the lock layer is
+// served, so the map heals within a second of the lock store's return.
+const degradedTTL = time.Second
+
+func (c *Cache) fresh(s *Snapshot) bool {
+	ttl := c.ttl
+	if s.Degraded && ttl > degradedTTL {
+		ttl = degradedTTL
+	}
+	return c.now().Sub(s.BuiltAt) < ttl
 }
 
 // Cache builds and caches snapshots.
@@ -101,7 +117,7 @@ func (c *Cache) Builds() int {
 func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
 	c.mu.Lock()
 	snap := c.entries[eventID]
-	stale := snap != nil && c.now().Sub(snap.BuiltAt) >= c.ttl
+	stale := snap != nil && !c.fresh(snap)
 	start := stale && !c.refreshing[eventID]
 	if start {
 		c.refreshing[eventID] = true
@@ -134,7 +150,7 @@ func (c *Cache) rebuild(ctx context.Context, eventID boxoffice.ID) (*Snapshot, e
 		c.mu.Lock()
 		cur := c.entries[eventID]
 		c.mu.Unlock()
-		if cur != nil && c.now().Sub(cur.BuiltAt) < c.ttl {
+		if cur != nil && c.fresh(cur) {
 			return cur, nil
 		}
 		snap, err := c.Build(ctx, eventID)
@@ -181,15 +197,21 @@ func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, err
 	for i, s := range seats {
 		ids[i] = s.ID
 	}
+	// With the lock store down, reserve fails closed anyway; the map still
+	// shows what is sold rather than nothing.
 	held, err := c.holds.Held(ctx, eventID, ids)
-	if err != nil {
+	degraded := boxoffice.ErrorCode(err) == boxoffice.EUNAVAILABLE
+	if err != nil && !degraded {
 		return nil, err
+	}
+	if degraded {
+		held = make([]bool, len(ids))
 	}
 	soldSet := make(map[string]bool, len(sold))
 	for _, id := range sold {
 		soldSet[id] = true
 	}
-	snap := &Snapshot{EventID: eventID, BuiltAt: builtAt, Statuses: make([]string, len(seats)), Counts: map[string]int{}}
+	snap := &Snapshot{EventID: eventID, BuiltAt: builtAt, Statuses: make([]string, len(seats)), Counts: map[string]int{}, Degraded: degraded}
 	out := struct {
 		EventID boxoffice.ID `json:"event_id"`
 		Seats   []seatJSON   `json:"seats"`
