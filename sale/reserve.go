@@ -64,21 +64,15 @@ func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequ
 	slices.Sort(sorted)
 	hash := requestHash("reserve", req.EventID.String(), strings.Join(sorted, ","))
 
-	var res ReserveResult
-	if err := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &res); !errors.Is(err, errNoRecord) {
-		if err != nil {
-			return nil, err
-		}
-		res.Replayed = true
-		return &res, nil
-	}
+	// The lease first, then the look-up: a finished first request has
+	// released its lease and left its record, so one look-up under the
+	// lease sees it; a running one holds the lease and this retry gets 409.
 	release, err := s.lease(ctx, "reserve", u.ID, req.IdempotencyKey)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	// The first request with this key may have finished between the look-up
-	// above and taking the lease.
+	var res ReserveResult
 	if err := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &res); !errors.Is(err, errNoRecord) {
 		if err != nil {
 			return nil, err
