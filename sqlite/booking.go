@@ -1,7 +1,10 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"slices"
 	"sort"
 	"time"
 
@@ -9,9 +12,10 @@ import (
 )
 
 // CreateBooking writes a pending booking and its seats, after checking the
-// user's ticket limit inside the same write transaction. The transactions
-// of this store run one at a time (one writer connection, BEGIN
-// IMMEDIATE), so parallel requests of one user see each other's bookings.
+// user's ticket limit inside the same write transaction. The writes of
+// this store run one at a time, on one connection, even those that share a
+// commit (see writeCombiner), so parallel requests of one user see each
+// other's bookings.
 //
 // A booking is live when it is pending and its hold runs past
 // nb.Booking.CreatedAt, the request's "now" (the port passes no other).
@@ -28,11 +32,32 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 	if b == nil || len(b.SeatIDs) == 0 {
 		return boxoffice.Errorf(boxoffice.EINVALID, "a booking needs at least one seat")
 	}
-	return s.writeTx(ctx, func(tx *txn) error {
-		var eventExists bool
-		if err := tx.QueryRowContext(ctx,
-			`SELECT EXISTS (SELECT 1 FROM events WHERE id = ?)`, b.EventID,
-		).Scan(&eventExists); err != nil {
+	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		// Every check in one statement: whether the event exists, the
+		// user's live and confirmed seats for it (the limit), and which of
+		// the requested seats already have a valid ticket. CROSS JOIN keeps
+		// the requested seats the outer loop (SQLite does not reorder it):
+		// a few index probes, not a walk over every ticket already sold for
+		// the event.
+		var (
+			eventExists bool
+			taken       int
+			sold        string // a JSON array
+		)
+		if err := tx.QueryRowContext(ctx, `
+			SELECT
+				EXISTS (SELECT 1 FROM events WHERE id = ?1),
+				(SELECT count(*)
+				 FROM bookings b
+				 JOIN booking_seats bs ON bs.booking_id = b.id
+				 WHERE b.event_id = ?1 AND b.user_id = ?2
+				   AND (b.status = 'confirmed' OR (b.status = 'pending' AND b.held_until > ?3))),
+				(SELECT json_group_array(j.value)
+				 FROM json_each(?4) j
+				 CROSS JOIN tickets t
+				 WHERE t.event_id = ?1 AND t.seat_id = j.value AND t.status = 'valid')`,
+			b.EventID, b.UserID, millis(b.CreatedAt), jsonStrings(b.SeatIDs),
+		).Scan(&eventExists, &taken, &sold); err != nil {
 			return err
 		}
 		if !eventExists {
@@ -43,44 +68,15 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 				return err
 			}
 		}
-
-		// CROSS JOIN keeps the requested seats the outer loop (SQLite does
-		// not reorder it): a few index probes, not a walk over every ticket
-		// already sold for the event.
-		rows, err := tx.QueryContext(ctx, `
-			SELECT j.value
-			FROM json_each(?) j
-			CROSS JOIN tickets t
-			WHERE t.event_id = ? AND t.seat_id = j.value AND t.status = 'valid'
-			ORDER BY j.key`, jsonStrings(b.SeatIDs), b.EventID)
-		if err != nil {
-			return err
-		}
-		sold, err := collect(rows, scanString)
-		if err != nil {
-			return err
-		}
-		if len(sold) > 0 {
-			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: sold}
-		}
-
-		var taken int
-		if err := tx.QueryRowContext(ctx, `
-			SELECT count(*)
-			FROM bookings b
-			JOIN booking_seats bs ON bs.booking_id = b.id
-			WHERE b.event_id = ? AND b.user_id = ?
-			  AND (b.status = 'confirmed' OR (b.status = 'pending' AND b.held_until > ?))`,
-			b.EventID, b.UserID, millis(b.CreatedAt),
-		).Scan(&taken); err != nil {
-			return err
+		if sold != "[]" {
+			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: inRequestOrder(sold, b.SeatIDs)}
 		}
 		if taken+len(b.SeatIDs) > nb.TicketLimit {
 			return boxoffice.Errorf(boxoffice.ELIMIT,
 				"at most %d tickets per user for this event: %d already held or bought", nb.TicketLimit, taken)
 		}
 
-		_, err = tx.ExecContext(ctx, `
+		_, err := tx.ExecContext(ctx, `
 			INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
 			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)`,
 			b.ID, b.EventID, b.UserID, b.Fence, b.AmountCents, millis(b.HeldUntil), millis(b.CreatedAt), millis(b.UpdatedAt))
@@ -110,6 +106,19 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 	})
 }
 
+// inRequestOrder decodes soldJSON, a JSON array of seat ids, and orders
+// them as requested does.
+func inRequestOrder(soldJSON string, requested []string) []string {
+	var sold []string
+	if err := json.Unmarshal([]byte(soldJSON), &sold); err != nil {
+		panic(err) // json_group_array writes valid JSON
+	}
+	slices.SortFunc(sold, func(a, b string) int {
+		return cmp.Compare(slices.Index(requested, a), slices.Index(requested, b))
+	})
+	return sold
+}
+
 // unknownSeats returns the EINVALID error naming the seats that are not in
 // the event's layout.
 func unknownSeats(ctx context.Context, tx *txn, eventID boxoffice.ID, seatIDs []string) error {
@@ -131,7 +140,7 @@ func unknownSeats(ctx context.Context, tx *txn, eventID boxoffice.ID, seatIDs []
 // Booking returns a booking with its seats and tickets, or ENOTFOUND.
 func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Booking, error) {
 	var b *boxoffice.Booking
-	err := s.readTx(ctx, func(tx *txn) error {
+	err := s.readTx(ctx, func(ctx context.Context, tx *txn) error {
 		var err error
 		b, err = loadBooking(ctx, tx, id)
 		return err
@@ -154,7 +163,7 @@ func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Bookin
 // it holds whatever the lock layer and this code did.
 func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error) {
 	var out *boxoffice.Booking
-	err := s.writeTx(ctx, func(tx *txn) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		b, err := loadBooking(ctx, tx, c.BookingID)
 		if err != nil {
 			return err
@@ -296,7 +305,7 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 			boxoffice.BookingReleased, boxoffice.BookingExpired, to)
 	}
 	var out *boxoffice.Booking
-	err := s.writeTx(ctx, func(tx *txn) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		res, err := tx.ExecContext(ctx, `
 			UPDATE bookings SET status = ?, updated_at = ?
 			WHERE id = ? AND status = 'pending'`,
@@ -331,7 +340,7 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 		return nil, nil
 	}
 	var out []*boxoffice.Booking
-	err := s.writeTx(ctx, func(tx *txn) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `
 			UPDATE bookings SET status = 'expired', updated_at = ?
 			WHERE id IN (

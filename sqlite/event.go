@@ -16,7 +16,7 @@ const seatBatch = 500
 // CreateEvent writes the event, its sections and every seat of its layout
 // in one transaction. An event whose ID is taken fails with ECONFLICT.
 func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
-	return s.writeTx(ctx, func(tx *txn) error {
+	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO events (id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -39,15 +39,15 @@ func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 				return err
 			}
 		}
-		// Through the bare *sql.Tx: the last batch's VALUES list has a
-		// length of its own, a statement not worth keeping prepared.
-		return insertSeats(ctx, tx.Tx, e.ID, e.Seats())
+		// Unprepared: the last batch's VALUES list has a length of its
+		// own, a statement not worth keeping prepared.
+		return insertSeats(ctx, tx.raw, e.ID, e.Seats())
 	})
 }
 
 // insertSeats writes seats with multi-row INSERTs of seatBatch rows, each
 // statement prepared once: 200,000 seats are 400 statement executions.
-func insertSeats(ctx context.Context, tx *sql.Tx, eventID boxoffice.ID, seats []boxoffice.Seat) error {
+func insertSeats(ctx context.Context, tx sqlRunner, eventID boxoffice.ID, seats []boxoffice.Seat) error {
 	insert := func(n int) string {
 		return `INSERT INTO seats (event_id, seat_id, section, row_label, number, price_tier, price_cents, position) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?), `, n), ", ")
@@ -85,7 +85,7 @@ func insertSeats(ctx context.Context, tx *sql.Tx, eventID boxoffice.ID, seats []
 // Event returns one event with its sections, or ENOTFOUND.
 func (s *Store) Event(ctx context.Context, id boxoffice.ID) (*boxoffice.Event, error) {
 	var e *boxoffice.Event
-	err := s.readTx(ctx, func(tx *txn) error {
+	err := s.readTx(ctx, func(ctx context.Context, tx *txn) error {
 		var err error
 		e, err = scanEvent(tx.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id = ?`, id))
 		if err == sql.ErrNoRows {
@@ -116,7 +116,7 @@ func (s *Store) Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffi
 		before = math.MaxInt64
 	}
 	var events []*boxoffice.Event
-	err := s.readTx(ctx, func(tx *txn) error {
+	err := s.readTx(ctx, func(ctx context.Context, tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `
 			SELECT `+eventColumns+`
 			FROM events
@@ -179,7 +179,7 @@ func attachSections(ctx context.Context, q querier, events []*boxoffice.Event) e
 // in seat id order (the order of the unique index it reads, which it
 // reads alone). An unknown event has none.
 func (s *Store) SoldSeats(ctx context.Context, eventID boxoffice.ID) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `
+	rows, err := s.query(ctx, `
 		SELECT seat_id
 		FROM tickets
 		WHERE event_id = ? AND status = 'valid'

@@ -11,7 +11,7 @@ import (
 // Idempotency returns the record for (userID, key), or ENOTFOUND. An
 // expired record not yet purged is still returned.
 func (s *Store) Idempotency(ctx context.Context, userID, key string) (*boxoffice.IdempotencyRecord, error) {
-	r, err := scanIdempotency(s.read.QueryRowContext(ctx, `
+	r, err := scanIdempotency(s.queryRow(ctx, `
 		SELECT `+idempotencyColumns+`
 		FROM idempotency_keys
 		WHERE user_id = ? AND key = ?`, userID, key))
@@ -27,7 +27,7 @@ func (s *Store) Idempotency(ctx context.Context, userID, key string) (*boxoffice
 // PutIdempotency records a response for a request that wrote nothing else.
 // A record already present fails with EIDEMINFLIGHT.
 func (s *Store) PutIdempotency(ctx context.Context, r *boxoffice.IdempotencyRecord) error {
-	return s.writeTx(ctx, func(tx *txn) error {
+	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		return insertIdempotency(ctx, tx, r)
 	})
 }
@@ -48,7 +48,7 @@ func insertIdempotency(ctx context.Context, tx *txn, r *boxoffice.IdempotencyRec
 // now) and returns how many.
 func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error) {
 	var n int64
-	err := s.writeTx(ctx, func(tx *txn) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at < ?`, millis(now))
 		if err != nil {
 			return err

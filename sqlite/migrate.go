@@ -57,12 +57,15 @@ func loadMigrations() ([]migration, error) {
 // schema_migrations. Each runs in a write transaction (BEGIN IMMEDIATE), so
 // two processes opening a new file at once apply each migration once.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.write.ExecContext(ctx, `
-		CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    INTEGER PRIMARY KEY,
-			name       TEXT    NOT NULL,
-			applied_at INTEGER NOT NULL
-		) STRICT`); err != nil {
+	if err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		_, err := tx.raw.ExecContext(ctx, `
+			CREATE TABLE IF NOT EXISTS schema_migrations (
+				version    INTEGER PRIMARY KEY,
+				name       TEXT    NOT NULL,
+				applied_at INTEGER NOT NULL
+			) STRICT`)
+		return err
+	}); err != nil {
 		return err
 	}
 	ms, err := loadMigrations()
@@ -70,7 +73,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	for _, m := range ms {
-		err := s.writeTx(ctx, func(tx *txn) error {
+		err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 			var applied bool
 			if err := tx.QueryRowContext(ctx,
 				`SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, m.version,
@@ -80,9 +83,9 @@ func (s *Store) migrate(ctx context.Context) error {
 			if applied {
 				return nil
 			}
-			// Through the bare *sql.Tx: a migration is a script of many
-			// statements, run once, never a statement to prepare.
-			if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil {
+			// Unprepared: a migration is a script of many statements, run
+			// once, never a statement to prepare.
+			if _, err := tx.raw.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 			_, err := tx.ExecContext(ctx,

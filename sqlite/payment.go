@@ -11,7 +11,7 @@ import (
 // store's clock. Marking it again is harmless. Errors: ENOTFOUND when the
 // booking has no payment.
 func (s *Store) MarkCaptured(ctx context.Context, bookingID boxoffice.ID) error {
-	return s.writeTx(ctx, func(tx *txn) error {
+	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		res, err := tx.ExecContext(ctx, `
 			UPDATE payments SET status = 'captured', captured_at = coalesce(captured_at, ?)
 			WHERE booking_id = ?`,
@@ -36,7 +36,7 @@ func (s *Store) UncapturedPayments(ctx context.Context, cutoff time.Time, limit 
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.read.QueryContext(ctx, `
+	rows, err := s.query(ctx, `
 		SELECT `+paymentColumns+`
 		FROM payments
 		WHERE status = 'authorized' AND created_at < ?

@@ -1,12 +1,14 @@
 // Package sqlite is the embedded boxoffice.Store: one SQLite file, pure Go
 // (modernc.org/sqlite), no server.
 //
-// Concurrency: every write transaction goes through one connection (a
-// *sql.DB with MaxOpenConns(1)) and starts with BEGIN IMMEDIATE, so writers
-// queue in Go instead of in SQLite's busy handler, which sleeps and
-// collapses throughput under contention, and a read-then-write transaction
-// never fails with SQLITE_BUSY halfway. Reads go through a separate pool of
-// read-only connections, which WAL mode lets run beside the writer.
+// Concurrency: every write goes through one goroutine on one connection (a
+// *sql.DB with MaxOpenConns(1)), which commits the writes queued for it in
+// groups, one BEGIN IMMEDIATE transaction and a savepoint each (see
+// writeCombiner). Writers queue in Go instead of in SQLite's busy handler,
+// which sleeps and collapses throughput under contention, and a
+// read-then-write transaction never fails with SQLITE_BUSY halfway. Reads
+// go through a separate pool of read-only connections, which WAL mode lets
+// run beside the writer.
 package sqlite
 
 import (
@@ -26,10 +28,10 @@ import (
 // Store is a boxoffice.Store in one SQLite file. It is safe for concurrent
 // use.
 type Store struct {
-	write *sql.DB // one connection: all write transactions
-	read  *sql.DB // read-only connections
-
-	writeStmts, readStmts *stmtCache
+	write     *sql.DB        // one connection, the writer's
+	writer    *writeCombiner // runs every write transaction on it
+	read      *sql.DB        // read-only connections
+	readStmts *stmtCache
 
 	// Now is the clock for the timestamps the port does not pass in (the
 	// capture time of a payment). Set it before first use; nil means
@@ -58,7 +60,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=1&_journal_mode=WAL&_synchronous=NORMAL",
 		busyTimeout.Milliseconds())
 
-	write, err := sql.Open("sqlite", path+"?"+common+"&_txlock=immediate")
+	// temp_store=memory keeps the writer's statement journal, which the
+	// savepoints of a batch fill, in memory: past 64 KiB SQLite would spill
+	// it to a temporary file, a write syscall per page.
+	write, err := sql.Open("sqlite", path+"?"+common+"&_pragma=temp_store(memory)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -66,10 +71,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-
-	s := &Store{write: write, writeStmts: newStmtCache(write)}
-	if err := s.migrate(ctx); err != nil {
+	writer, err := newWriteCombiner(ctx, write)
+	if err != nil {
 		write.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+
+	s := &Store{write: write, writer: writer}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
 
@@ -78,7 +88,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// pragma of its own.
 	read, err := sql.Open("sqlite", path+"?"+fmt.Sprintf("_busy_timeout=%d&_query_only=1", busyTimeout.Milliseconds()))
 	if err != nil {
-		write.Close()
+		s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	n := max(4, runtime.GOMAXPROCS(0))
@@ -92,14 +102,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// Close closes both pools.
+// Close lets the writes already queued finish, refuses new ones
+// (EUNAVAILABLE), and closes both pools.
 func (s *Store) Close() error {
+	s.writer.close()
 	var errs []error
 	if s.read != nil {
 		s.readStmts.close()
 		errs = append(errs, s.read.Close())
 	}
-	s.writeStmts.close()
 	errs = append(errs, s.write.Close())
 	return errors.Join(errs...)
 }
@@ -107,7 +118,7 @@ func (s *Store) Close() error {
 // Ping reports whether the database file can be read: EUNAVAILABLE if not.
 func (s *Store) Ping(ctx context.Context) error {
 	var n int
-	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+	if err := s.queryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
 		return boxoffice.Unavailable("database", err)
 	}
 	return nil
@@ -120,37 +131,49 @@ func (s *Store) now() time.Time {
 	return time.Now()
 }
 
-// writeTx runs fn in a write transaction (BEGIN IMMEDIATE on the single
-// writer connection) and commits it if fn returns nil. fn's error is
-// returned as it is; driver errors are translated.
-func (s *Store) writeTx(ctx context.Context, fn func(tx *txn) error) error {
-	return s.transact(ctx, s.write, s.writeStmts, nil, fn)
+// writeTx runs fn as one write transaction on the single writer connection
+// (see writeCombiner): committed if fn returns nil, as if never run if it
+// returns an error. fn must run its statements with the ctx it is given,
+// not the caller's. fn's error is returned as it is; driver errors are
+// translated.
+func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx *txn) error) error {
+	return s.writer.do(ctx, fn)
 }
 
 // readTx runs fn in a read transaction on the read pool: one consistent
 // snapshot for reads that take several queries.
-func (s *Store) readTx(ctx context.Context, fn func(tx *txn) error) error {
-	return s.transact(ctx, s.read, s.readStmts, &sql.TxOptions{ReadOnly: true}, fn)
-}
-
-func (s *Store) transact(ctx context.Context, db *sql.DB, stmts *stmtCache, opts *sql.TxOptions, fn func(tx *txn) error) error {
-	sqlTx, err := db.BeginTx(ctx, opts)
+func (s *Store) readTx(ctx context.Context, fn func(ctx context.Context, tx *txn) error) error {
+	sqlTx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return translate(err, "database")
 	}
-	tx := &txn{Tx: sqlTx, stmts: stmts}
-	// Prepare what the transaction ran unprepared once its connection is
-	// back in the pool: the writer has one connection, which this
-	// transaction holds until then.
-	defer func() { stmts.prepare(ctx, tx.missed) }()
-	if err := fn(tx); err != nil {
+	tx := &txn{raw: sqlTx, sqlTx: sqlTx, reads: s.readStmts}
+	err = fn(ctx, tx)
+	if err != nil {
 		sqlTx.Rollback()
-		return translate(err, "database")
+	} else {
+		err = sqlTx.Commit()
 	}
-	if err := sqlTx.Commit(); err != nil {
-		return translate(err, "database")
+	s.readStmts.prepare(ctx, tx.missed...)
+	return translate(err, "database")
+}
+
+// queryRow runs one prepared statement on the read pool, outside any
+// transaction, and returns its first row.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.readStmts.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	return nil
+	return s.read.QueryRowContext(ctx, query, args...)
+}
+
+// query runs one prepared statement on the read pool, outside any
+// transaction.
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := s.readStmts.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.read.QueryContext(ctx, query, args...)
 }
 
 // querier is what the unexported helpers read through: a *txn or a
