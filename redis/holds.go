@@ -51,13 +51,17 @@
 //     expiry) and raises the counter to at least F, which restores the
 //     invariant above. The hold's fence is F.
 //  3. If a section is taken at step 1, the sections already held are given
-//     back by an exact check-and-delete (only values "<owner>:<their fence>",
-//     so a newer hold by the same owner survives), the remaining sections
-//     are read to report every seat in the way, and Acquire returns
-//     ESEATTAKEN. If a seat was lost between steps 1 and 2 (possible only
+//     back (undoLua): a seat still holding exactly "<owner>:<its fence>"
+//     gets back the same owner's earlier hold it replaced (fence and
+//     expiry, as the acquire script reported them) or is deleted; any
+//     other value, a newer hold, is left alone. So a failed retry leaves
+//     the owner's earlier hold as it was. The remaining sections are read
+//     to report every seat in the way, and Acquire returns ESEATTAKEN. If a seat was lost between steps 1 and 2 (possible only
 //     with a TTL shorter than the Acquire itself) all is given back and
 //     Acquire returns ESEATTAKEN. On a store error it gives back what it
-//     holds or may hold and returns EUNAVAILABLE.
+//     holds or may hold (in the section whose script may or may not have
+//     run, every seat of the request the owner holds) and returns
+//     EUNAVAILABLE.
 //
 // The cost: k sections take k sequential round trips plus one pipelined
 // round trip (two more on a conflict), against one for a single section;
@@ -77,7 +81,8 @@
 // Timeout; any Redis or network error is returned as EUNAVAILABLE (fail
 // closed), and rueidis reconnects by itself when the server is back. The
 // scripts run by EVALSHA and fall back to EVAL on NOSCRIPT, so a restarted
-// server or a SCRIPT FLUSH costs one extra round trip.
+// server or a SCRIPT FLUSH costs one extra round trip. They need Redis 6.2
+// or later (SET ... PXAT, KEEPTTL, TIME before writes in a script).
 package redis
 
 import (
