@@ -19,8 +19,10 @@ type Hold struct {
 	EventID ID
 	SeatIDs []string
 	Owner   ID
-	// Fence is the fencing token: a per-event counter incremented by every
-	// granted hold, so a later hold on a seat always carries a larger one.
+	// Fence is the fencing token: larger than every earlier fence on each
+	// of its seats, so a later hold on a seat always carries a larger one.
+	// (In-process it is one counter per event; on Redis Cluster one per
+	// section's hash slot, see package redis.)
 	Fence     int64
 	ExpiresAt time.Time
 }
