@@ -31,8 +31,8 @@ type Booking struct {
 	// SeatIDs are the seats held, in the order the user asked for them.
 	SeatIDs []string
 	Status  BookingStatus
-	// Fence is the fencing token of the hold: it grows with every hold taken
-	// on the event, so a newer holder of a seat always has a larger one.
+	// Fence is the fencing token of the hold: a newer holder of a seat
+	// always has a larger one (see Hold.Fence).
 	Fence       int64
 	AmountCents int64
 	HeldUntil   time.Time
