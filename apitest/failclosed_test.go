@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/redis"
 )
 
@@ -90,20 +88,7 @@ func TestRedisDownFailsClosedAndRecovers(t *testing.T) {
 		unreachable(t, "PostgreSQL", err)
 	}
 	t.Cleanup(func() { admin.Close(ctx) })
-	schema := "failclosed_" + randomHex(5)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE") })
-	u, _ := url.Parse(pgURL)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	store, err := postgres.Open(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openSchemaStore(t, admin, pgURL, "failclosed_")
 
 	rs := startOwnRedis(t, 0)
 	client, err := redis.Dial("redis://" + rs.addr())

@@ -35,26 +35,37 @@ func TestProduction(t *testing.T) {
 	t.Cleanup(client.Close)
 
 	Run(t, func(t *testing.T) *Stack {
-		name := "apitest_" + randomHex(6)
-		if _, err := admin.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _, _ = admin.Exec(ctx, "DROP SCHEMA "+name+" CASCADE") })
-		u, _ := url.Parse(pgURL)
-		q := u.Query()
-		q.Set("search_path", name)
-		u.RawQuery = q.Encode()
-		store, err := postgres.Open(ctx, u.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
+		store := openSchemaStore(t, admin, pgURL, "apitest_")
 		prefix := "apitest:" + randomHex(6) + ":"
 		return NewStack(t, Parts{
 			Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
 			Advance: time.Sleep, HoldTTL: 3 * time.Second, PendingGrace: time.Second, SeatmapTTL: time.Second,
 		})
 	})
+}
+
+// openSchemaStore opens a postgres.Store on a fresh schema of its own,
+// dropped when the test ends, so that runs never see each other's rows.
+func openSchemaStore(t *testing.T, admin *pgx.Conn, pgURL, prefix string) *postgres.Store {
+	t.Helper()
+	name := prefix + randomHex(6)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(ctx, "DROP SCHEMA "+name+" CASCADE") })
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	store, err := postgres.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
 }
 
 func envOr(k, def string) string {

@@ -187,6 +187,4 @@ func pathID(r *http.Request, name string) (boxoffice.ID, error) {
 	return id, nil
 }
 
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+func formatTime(t time.Time) string { return t.UTC().Format(sale.TimeFormat) }

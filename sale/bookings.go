@@ -27,9 +27,9 @@ func (s *Service) View(b *boxoffice.Booking) *BookingView {
 	st := b.EffectiveStatus(now)
 	v := &BookingView{BookingID: b.ID, EventID: b.EventID, UserID: b.UserID, Status: string(st),
 		SeatIDs: b.SeatIDs, AmountCents: b.AmountCents, ConfirmationCode: b.ConfirmationCode,
-		CreatedAt: b.CreatedAt.UTC().Format(timeFormat)}
+		CreatedAt: b.CreatedAt.UTC().Format(TimeFormat)}
 	if st == boxoffice.BookingPending {
-		v.HeldUntil = b.HeldUntil.UTC().Format(timeFormat)
+		v.HeldUntil = b.HeldUntil.UTC().Format(TimeFormat)
 		v.PaymentURL = PaymentURL(b.ID)
 	}
 	if st == boxoffice.BookingConfirmed {
@@ -38,7 +38,8 @@ func (s *Service) View(b *boxoffice.Booking) *BookingView {
 	return v
 }
 
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+// TimeFormat is how the API writes times: RFC 3339, UTC, milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // Booking returns a booking its owner (or an admin) may see; anyone else
 // gets ENOTFOUND, so ids of other users' bookings reveal nothing.

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -84,9 +85,7 @@ type Cache struct {
 	refreshing map[boxoffice.ID]bool // a background rebuild is running
 	sf         singleflight.Group
 
-	// Builds counts rebuilds, for tests and metrics.
-	buildsMu sync.Mutex
-	builds   int
+	builds atomic.Int64 // snapshots built, for tests and metrics
 }
 
 // New returns a cache with the given TTL (0 means 10s). now nil means
@@ -105,11 +104,7 @@ func New(layouts Layouts, store boxoffice.EventStore, holds boxoffice.Holds, ttl
 func (c *Cache) TTL() time.Duration { return c.ttl }
 
 // Builds returns how many snapshots were built so far.
-func (c *Cache) Builds() int {
-	c.buildsMu.Lock()
-	defer c.buildsMu.Unlock()
-	return c.builds
-}
+func (c *Cache) Builds() int { return int(c.builds.Load()) }
 
 // Get returns the event's snapshot. A fresh one comes from the cache; a
 // stale one is served as is while a single background rebuild runs; with
@@ -181,9 +176,7 @@ type seatJSON struct {
 // Build makes a new snapshot without the cache: one read of the sold
 // seats, one batched read of the holds.
 func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
-	c.buildsMu.Lock()
-	c.builds++
-	c.buildsMu.Unlock()
+	c.builds.Add(1)
 	seats, err := c.layouts.LayoutSeats(ctx, eventID)
 	if err != nil {
 		return nil, err
