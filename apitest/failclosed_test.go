@@ -96,7 +96,7 @@ func TestRedisDownFailsClosedAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	s := NewStack(t, Parts{Store: store, Holds: redis.NewHolds(client, "fc:"), Leases: redis.NewLeases(client, "fc:"),
+	s := NewStack(t, Parts{Store: store, Holds: redis.NewHolds(client, "fc:"), Leases: redis.NewLeases(client, "fc:"), Shared: redis.NewSnapshots(client, "fc:"),
 		Advance: time.Sleep, HoldTTL: time.Minute, SeatmapTTL: time.Second})
 	ev := s.newEvent(t, eventBody(s, section{"H", "hot", 1000, 100, 10}))
 

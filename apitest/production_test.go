@@ -38,7 +38,7 @@ func TestProduction(t *testing.T) {
 		store := openSchemaStore(t, admin, pgURL, "apitest_")
 		prefix := "apitest:" + randomHex(6) + ":"
 		return NewStack(t, Parts{
-			Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
+			Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), Shared: redis.NewSnapshots(client, prefix),
 			Advance: time.Sleep, HoldTTL: 3 * time.Second, PendingGrace: time.Second, SeatmapTTL: time.Second,
 		})
 	})

@@ -64,6 +64,8 @@ type Parts struct {
 	// clock so that tests that wait them out stay quick.
 	PendingGrace time.Duration
 	SeatmapTTL   time.Duration
+	// Shared, when set, is the seat map's cache across nodes.
+	Shared seatmap.Shared
 }
 
 // Stack is a running service and what tests need to drive and audit it.
@@ -117,6 +119,9 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	svc := sale.New(sale.Deps{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Payments: pay, IDs: ids, Now: now, Log: log},
 		sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second})
 	seats := seatmap.New(svc, p.Store, p.Holds, p.SeatmapTTL, now)
+	if p.Shared != nil {
+		seats.Share(p.Shared, p.Leases)
+	}
 	srv := httptest.NewServer(httpapi.New(svc, seats, a, log))
 	t.Cleanup(srv.Close)
 	return &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: seats, Auth: a,

@@ -32,7 +32,10 @@ const (
 )
 
 // status codes in the compact view: one letter per seat.
-var statusLetter = map[string]byte{Available: 'a', Held: 'h', Sold: 's'}
+var (
+	statusLetter = map[string]byte{Available: 'a', Held: 'h', Sold: 's'}
+	letterStatus = map[byte]string{'a': Available, 'h': Held, 's': Sold}
+)
 
 // Layouts gives the immutable seat layout of an event (sale.Service).
 type Layouts interface {
@@ -83,7 +86,12 @@ type Cache struct {
 	mu         sync.Mutex
 	entries    map[boxoffice.ID]*Snapshot
 	refreshing map[boxoffice.ID]bool // a background rebuild is running
+	notBefore  map[boxoffice.ID]time.Time // another node is rebuilding: look again then
+	invalidAt  map[boxoffice.ID]time.Time // shared copies built before are not adopted
 	sf         singleflight.Group
+
+	shared Shared           // nil: this node's cache only
+	leases boxoffice.Leases // the fleet-wide rebuild right, with shared
 
 	builds atomic.Int64 // snapshots built, for tests and metrics
 }
@@ -97,7 +105,7 @@ func New(layouts Layouts, store boxoffice.EventStore, holds boxoffice.Holds, ttl
 	if now == nil {
 		now = time.Now
 	}
-	return &Cache{layouts: layouts, store: store, holds: holds, ttl: ttl, now: now, entries: map[boxoffice.ID]*Snapshot{}, refreshing: map[boxoffice.ID]bool{}}
+	return &Cache{layouts: layouts, store: store, holds: holds, ttl: ttl, now: now, entries: map[boxoffice.ID]*Snapshot{}, refreshing: map[boxoffice.ID]bool{}, notBefore: map[boxoffice.ID]time.Time{}, invalidAt: map[boxoffice.ID]time.Time{}}
 }
 
 // TTL is how long a snapshot is served.
@@ -113,7 +121,7 @@ func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error
 	c.mu.Lock()
 	snap := c.entries[eventID]
 	stale := snap != nil && !c.fresh(snap)
-	start := stale && !c.refreshing[eventID]
+	start := stale && !c.refreshing[eventID] && !time.Now().Before(c.notBefore[eventID])
 	if start {
 		c.refreshing[eventID] = true
 	}
@@ -132,12 +140,24 @@ func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error
 	return c.rebuild(ctx, eventID)
 }
 
-// Invalidate drops an event's snapshot so the next Get rebuilds it.
+// Invalidate drops an event's snapshot so the next Get rebuilds it; shared
+// copies built until now are not adopted either.
 func (c *Cache) Invalidate(eventID boxoffice.ID) {
 	c.mu.Lock()
 	delete(c.entries, eventID)
+	c.invalidAt[eventID] = c.now()
 	c.mu.Unlock()
 }
+
+// Timings of the shared cache.
+const (
+	// rebuildLease bounds how long one node holds the right to rebuild; a
+	// node that dies rebuilding holds the others up no longer than this.
+	rebuildLease = 30 * time.Second
+	// sharedPoll is how often a node whose copy is stale looks at the
+	// shared store again while another node rebuilds.
+	sharedPoll = 50 * time.Millisecond
+)
 
 func (c *Cache) rebuild(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
 	v, err, _ := c.sf.Do(eventID.String(), func() (any, error) {
@@ -148,19 +168,114 @@ func (c *Cache) rebuild(ctx context.Context, eventID boxoffice.ID) (*Snapshot, e
 		if cur != nil && c.fresh(cur) {
 			return cur, nil
 		}
+		if c.shared != nil {
+			snap, release, err := c.fromShared(ctx, eventID, cur)
+			if snap != nil || err != nil {
+				return snap, err
+			}
+			defer release()
+		}
 		snap, err := c.Build(ctx, eventID)
 		if err != nil {
 			return nil, err
 		}
-		c.mu.Lock()
-		c.entries[eventID] = snap
-		c.mu.Unlock()
+		if c.shared != nil && !snap.Degraded {
+			// A failed store costs the other nodes a rebuild, nothing more.
+			_ = c.shared.StoreSnapshot(ctx, eventID, encodeSnapshot(snap), 3*c.ttl)
+		}
+		c.keep(snap)
 		return snap, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Snapshot), nil
+}
+
+func (c *Cache) keep(snap *Snapshot) {
+	c.mu.Lock()
+	if cur := c.entries[snap.EventID]; cur == nil || !cur.BuiltAt.After(snap.BuiltAt) {
+		c.entries[snap.EventID] = snap
+	}
+	delete(c.notBefore, snap.EventID)
+	c.mu.Unlock()
+}
+
+// fromShared adopts a newer snapshot from the shared store, or takes the
+// fleet-wide rebuild lease. A snapshot ends the flight (adopted, or the
+// stale copy kept while another node rebuilds); none means this node
+// builds, holding the lease until release (or, when the shared store is
+// unreachable, on its own).
+func (c *Cache) fromShared(ctx context.Context, eventID boxoffice.ID, cur *Snapshot) (*Snapshot, func(), error) {
+	noop := func() {}
+	deadline := time.Now().Add(rebuildLease) // a wait in real time, whatever clock the cache runs on
+	for {
+		adopted, err := c.adopt(ctx, eventID, cur)
+		if err != nil {
+			return nil, noop, nil
+		}
+		if adopted != nil {
+			cur = adopted
+			if c.fresh(cur) {
+				return cur, noop, nil
+			}
+		}
+		release, err := c.leases.TryLease(ctx, "seatmap:"+eventID.String(), rebuildLease)
+		switch {
+		case err == nil:
+			// The lease holder may have stored just before it let go.
+			if adopted, aerr := c.adopt(ctx, eventID, cur); aerr == nil && adopted != nil && c.fresh(adopted) {
+				release()
+				return adopted, noop, nil
+			}
+			return nil, release, nil
+		case boxoffice.ErrorCode(err) != boxoffice.EIDEMINFLIGHT:
+			return nil, noop, nil
+		}
+		// Another node is rebuilding. With a copy in hand, serve it and look
+		// again shortly; with none, wait for theirs (or the lease to lapse).
+		if cur != nil {
+			c.mu.Lock()
+			c.notBefore[eventID] = time.Now().Add(sharedPoll) // real time: it paces calls to the shared store
+			c.mu.Unlock()
+			return cur, noop, nil
+		}
+		if !time.Now().Before(deadline) {
+			return nil, noop, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, noop, ctx.Err()
+		case <-time.After(sharedPoll):
+		}
+	}
+}
+
+// adopt loads the shared snapshot when it is newer than cur and keeps it;
+// it returns nil when there is nothing newer. Only the header is read to
+// decide. An error means the shared store failed.
+func (c *Cache) adopt(ctx context.Context, eventID boxoffice.ID, cur *Snapshot) (*Snapshot, error) {
+	h, err := c.shared.PeekSnapshot(ctx, eventID, headerLen)
+	if err != nil {
+		return nil, err
+	}
+	builtAt, ok := peekBuiltAt(h, eventID)
+	c.mu.Lock()
+	invalidAt := c.invalidAt[eventID]
+	c.mu.Unlock()
+	if !ok || (cur != nil && !builtAt.After(cur.BuiltAt)) || !builtAt.After(invalidAt) {
+		return nil, nil
+	}
+	b, err := c.shared.LoadSnapshot(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := decodeSnapshot(b, eventID)
+	if err != nil {
+		return nil, nil // gone or unreadable: build a new one
+	}
+	c.keep(snap)
+	return snap, nil
 }
 
 type seatJSON struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/boxoffice/boxoffice/inmem"
 	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/redis"
+	"github.com/boxoffice/boxoffice/seatmap"
 	"github.com/boxoffice/boxoffice/snowflake"
 	"github.com/boxoffice/boxoffice/sqlite"
 )
@@ -22,6 +23,8 @@ type parts struct {
 	store  boxoffice.Store
 	holds  boxoffice.Holds
 	leases boxoffice.Leases
+	// shared is the seat map's cache across nodes (Redis); nil embedded.
+	shared seatmap.Shared
 	ids    *snowflake.Generator
 	nodeID int
 	// run starts the background work the parts need (sweepers).
@@ -75,6 +78,7 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		p.closers = append(p.closers, client.Close)
 		p.holds = redis.NewHolds(client, "bo:")
 		p.leases = redis.NewLeases(client, "bo:")
+		p.shared = redis.NewSnapshots(client, "bo:")
 	} else {
 		holds, leases := inmem.NewHolds(nil), inmem.NewLeases(nil)
 		p.holds, p.leases = holds, leases

@@ -56,6 +56,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	svc := sale.New(sale.Deps{Store: store, Holds: holds, Leases: leases, Payments: pay, IDs: ids, Log: log},
 		sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats})
 	seats := seatmap.New(svc, store, holds, c.SeatmapTTL, nil)
+	if p.shared != nil {
+		seats.Share(p.shared, leases)
+	}
 	api := httpapi.New(svc, seats, a, log)
 
 	var demo *boxoffice.Event

@@ -1,0 +1,133 @@
+package seatmap
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/inmem"
+)
+
+// memShared is Shared in memory, counting the full loads.
+type memShared struct {
+	mu    sync.Mutex
+	b     map[boxoffice.ID][]byte
+	loads int
+}
+
+func (m *memShared) PeekSnapshot(ctx context.Context, id boxoffice.ID, n int) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.b[id]
+	return bytes.Clone(b[:min(n, len(b))]), nil
+}
+
+func (m *memShared) LoadSnapshot(ctx context.Context, id boxoffice.ID) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.loads++
+	return bytes.Clone(m.b[id]), nil
+}
+
+func (m *memShared) StoreSnapshot(ctx context.Context, id boxoffice.ID, b []byte, ttl time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.b[id] = bytes.Clone(b)
+	return nil
+}
+
+func TestEncodedSnapshotRoundTrips(t *testing.T) {
+	cache, f, _, holds := setup(t)
+	ctx := context.Background()
+	f.sold = []string{"A-B-5"}
+	if _, err := holds.Acquire(ctx, boxoffice.HoldRequest{EventID: 7, SeatIDs: []string{"A-A-1", "A-A-2"}, Owner: 1, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := cache.Build(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeSnapshot(encodeSnapshot(s), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.JSON, s.JSON) || got.ETag != s.ETag || got.CompactETag != s.CompactETag ||
+		!got.BuiltAt.Equal(s.BuiltAt) || len(got.Statuses) != 10 || got.Statuses[0] != Held || got.Statuses[9] != Sold ||
+		got.Counts[Held] != 2 || got.Counts[Sold] != 1 {
+		t.Errorf("decoded %+v, want the same as built", got)
+	}
+	if _, err := decodeSnapshot(encodeSnapshot(s), 8); err == nil {
+		t.Error("a snapshot of event 7 decoded as event 8")
+	}
+	enc := encodeSnapshot(s)
+	if _, err := decodeSnapshot(enc[:headerLen+3], 7); err == nil {
+		t.Error("a truncated snapshot decoded")
+	}
+}
+
+// Two nodes sharing one store: one rebuild per TTL for both, and the same
+// bytes (so the same ETag) from each.
+func TestSharedCacheOneRebuildAcrossNodes(t *testing.T) {
+	ev := &boxoffice.Event{ID: 7, Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", Rows: 2, SeatsPerRow: 5}}}
+	f := &fakeSold{event: ev, delay: 20 * time.Millisecond}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	holds := inmem.NewHolds(clk.now)
+	shared := &memShared{b: map[boxoffice.ID][]byte{}}
+	leases := inmem.NewLeases(clk.now)
+	nodes := []*Cache{New(f, f, holds, 10*time.Second, clk.now), New(f, f, holds, 10*time.Second, clk.now)}
+	for _, n := range nodes {
+		n.Share(shared, leases)
+	}
+	ctx := context.Background()
+	builds := func() int { return nodes[0].Builds() + nodes[1].Builds() }
+
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			if _, err := nodes[i%2].Get(ctx, 7); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := builds(); n != 1 {
+		t.Fatalf("cold start, 100 readers on 2 nodes: %d builds, want 1", n)
+	}
+	a, _ := nodes[0].Get(ctx, 7)
+	b, _ := nodes[1].Get(ctx, 7)
+	if a.ETag != b.ETag || !bytes.Equal(a.Gzip, b.Gzip) {
+		t.Errorf("nodes serve different copies: %s vs %s", a.ETag, b.ETag)
+	}
+
+	// A sale lands; at expiry 100 readers on both nodes cause one rebuild
+	// in all, and both nodes then show it.
+	f.mu.Lock()
+	f.sold = []string{"A-A-1"}
+	f.mu.Unlock()
+	clk.advance(11 * time.Second)
+	for i := range 100 {
+		wg.Go(func() {
+			if _, err := nodes[i%2].Get(ctx, 7); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		waitFor(t, func() bool { s, _ := n.Get(ctx, 7); return s.Statuses[0] == Sold })
+	}
+	if n := builds(); n != 2 {
+		t.Errorf("100 readers on 2 nodes at expiry: %d rebuilds, want 1", n-1)
+	}
+	a, _ = nodes[0].Get(ctx, 7)
+	b, _ = nodes[1].Get(ctx, 7)
+	if a.ETag != b.ETag {
+		t.Errorf("after the rebuild nodes serve different copies: %s vs %s", a.ETag, b.ETag)
+	}
+	if shared.loads > 4 {
+		t.Errorf("%d full loads of the shared copy, want one per node per rebuild", shared.loads)
+	}
+}
