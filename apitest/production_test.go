@@ -46,7 +46,7 @@ func TestProduction(t *testing.T) {
 
 // openSchemaStore opens a postgres.Store on a fresh schema of its own,
 // dropped when the test ends, so that runs never see each other's rows.
-func openSchemaStore(t *testing.T, admin *pgx.Conn, pgURL, prefix string) *postgres.Store {
+func openSchemaStore(t testing.TB, admin *pgx.Conn, pgURL, prefix string) *postgres.Store {
 	t.Helper()
 	name := prefix + randomHex(6)
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+name); err != nil {

@@ -85,7 +85,7 @@ type Cache struct {
 
 	mu         sync.Mutex
 	entries    map[boxoffice.ID]*Snapshot
-	refreshing map[boxoffice.ID]bool // a background rebuild is running
+	refreshing map[boxoffice.ID]bool      // a background rebuild is running
 	notBefore  map[boxoffice.ID]time.Time // another node is rebuilding: look again then
 	invalidAt  map[boxoffice.ID]time.Time // shared copies built before are not adopted
 	sf         singleflight.Group
