@@ -14,6 +14,7 @@ type Store interface {
 	EventStore
 	BookingStore
 	IdempotencyStore
+	OutboxStore
 	// Ping reports whether the database is reachable.
 	Ping(ctx context.Context) error
 	Close() error
@@ -154,4 +155,38 @@ type IdempotencyStore interface {
 	PutIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	// PurgeIdempotency deletes records that expired before now.
 	PurgeIdempotency(ctx context.Context, now time.Time) (int, error)
+}
+
+// Booking event topics, written to the outbox by the store in the same
+// transaction as the change they report.
+const (
+	TopicBookingHeld      = "booking.held"
+	TopicBookingConfirmed = "booking.confirmed"
+	TopicBookingReleased  = "booking.released"
+	TopicBookingExpired   = "booking.expired"
+)
+
+// OutboxEvent is one booking event in the transactional outbox.
+type OutboxEvent struct {
+	// Seq orders the outbox; it is the store's, not the consumers'.
+	Seq int64
+	// ID is unique per event ("<topic>:<booking id>": a booking enters each
+	// state once), for consumers to de-duplicate an at-least-once relay.
+	ID string
+	// Topic is one of the Topic constants; Key the booking id, so that one
+	// booking's events stay in order on one partition.
+	Topic     string
+	Key       string
+	Payload   []byte // JSON, see docs/events.md
+	CreatedAt time.Time
+}
+
+// OutboxStore is the read side of the outbox, for the relay.
+type OutboxStore interface {
+	// PendingOutbox returns up to limit unpublished events in Seq order.
+	PendingOutbox(ctx context.Context, limit int) ([]OutboxEvent, error)
+	// MarkPublished records that the events with these Seqs were published.
+	MarkPublished(ctx context.Context, seqs []int64, now time.Time) error
+	// PurgeOutbox deletes events published before cutoff.
+	PurgeOutbox(ctx context.Context, cutoff time.Time) (int, error)
 }

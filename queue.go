@@ -1,0 +1,121 @@
+package boxoffice
+
+import (
+	"context"
+	"time"
+)
+
+// The flash-sale queue. A reserve for an event whose sale mode is queued is
+// not served at once: the front door validates it, records it in the
+// QueueState (idempotency, one live entry per user, a position), appends it
+// to the RequestLog and answers 202 once the log has it. Booking workers
+// drain the log in batches, hold the seats, create the pending booking and
+// record the outcome, which the user polls or is pushed.
+//
+// Implementations: the embedded database keeps both the state and the log
+// (sqlite.Queue); in production the state is in Redis and the log in Kafka.
+
+// QueueStatus is where a queued request is.
+type QueueStatus string
+
+const (
+	// QueueWaiting: admitted before the sale opened, in the pre-queue,
+	// without a position yet; positions are drawn at random at opening.
+	QueueWaiting QueueStatus = "waiting"
+	// QueueQueued: has a position, not processed yet.
+	QueueQueued QueueStatus = "queued"
+	// QueueHeld: processed, seats held and a pending booking made.
+	QueueHeld QueueStatus = "held"
+	// QueueRejected: processed, no booking; Reason says why.
+	QueueRejected QueueStatus = "rejected"
+)
+
+// Final reports whether the status is an outcome.
+func (s QueueStatus) Final() bool { return s == QueueHeld || s == QueueRejected }
+
+// QueuedRequest is one reserve waiting in the queue: what the worker needs
+// to serve it without asking anyone else.
+type QueuedRequest struct {
+	// ID is the request id; the booking a worker makes for it has the same
+	// id, so a redelivered request finds its booking instead of making a
+	// second one.
+	ID             ID        `json:"request_id"`
+	EventID        ID        `json:"event_id"`
+	UserID         string    `json:"user_id"`
+	SeatIDs        []string  `json:"seat_ids"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	RequestHash    string    `json:"request_hash"`
+	Position       int64     `json:"position"` // 0 while waiting for the sale to open
+	EnqueuedAt     time.Time `json:"enqueued_at"`
+}
+
+// QueueEntry is a request with where it is.
+type QueueEntry struct {
+	Request *QueuedRequest
+	Status  QueueStatus
+	// Reason is the error code of a rejection (ESEATTAKEN, ELIMIT, ...).
+	Reason     string
+	Message    string
+	BookingID  ID
+	HeldUntil  time.Time
+	FinishedAt time.Time
+}
+
+// QueueOutcome is what a worker records for a processed request.
+type QueueOutcome struct {
+	Status     QueueStatus // QueueHeld or QueueRejected
+	Reason     string
+	Message    string
+	BookingID  ID
+	HeldUntil  time.Time
+	FinishedAt time.Time
+}
+
+// QueueProgress is an event's queue at a glance.
+type QueueProgress struct {
+	// Admitted is the highest position given; Served the number of
+	// requests with an outcome. The distance between a position and Served
+	// is what the wait estimate divides by the drain rate.
+	Admitted, Served int64
+	// Waiting counts requests in the pre-queue.
+	Waiting int64
+	// Opened reports that the pre-queue was given its positions.
+	Opened bool
+}
+
+// QueueState is the front door's book of queued requests.
+type QueueState interface {
+	// Admit records r, giving it the event's next position (r.Position is
+	// set), or, when the sale has not opened (r.Position == 0 on the way in
+	// and opensAt after now), a place in the pre-queue. A request with the
+	// same (user, key) already there is returned with replay true and
+	// nothing changes (EIDEMMISMATCH if its hash differs); a user with
+	// maxLive live entries for the event (waiting or queued) gets
+	// ECONFLICT.
+	Admit(ctx context.Context, r *QueuedRequest, maxLive int, preQueue bool) (e *QueueEntry, replay bool, err error)
+	// Entry returns a request's entry, or ENOTFOUND.
+	Entry(ctx context.Context, id ID) (*QueueEntry, error)
+	// Finish records the outcome of a queued request once: it reports
+	// false, changing nothing, when the request already has one. It frees
+	// the user's live slot and counts the request as served.
+	Finish(ctx context.Context, id ID, o QueueOutcome) (first bool, err error)
+	// Open gives the event's pre-queue its positions, a random permutation
+	// (shuffle) following any position already given, and returns the
+	// requests in position order, for the caller to append to the log. It
+	// is idempotent: a second call returns the same requests again.
+	Open(ctx context.Context, eventID ID, shuffle func(n int, swap func(i, j int))) ([]*QueuedRequest, error)
+	// Progress returns the event's queue counters.
+	Progress(ctx context.Context, eventID ID) (QueueProgress, error)
+}
+
+// RequestLog is the durable queue the workers drain.
+type RequestLog interface {
+	// Append returns once every request is durable (acknowledged by all
+	// in-sync replicas, or committed to the embedded database).
+	Append(ctx context.Context, rs ...*QueuedRequest) error
+	// Consume calls handle with batches of requests until ctx ends. A
+	// batch is acknowledged (its offsets committed) only when handle
+	// returns nil; a handler error or a crash delivers it again, so handle
+	// must be idempotent. A nil error from Consume means ctx ended.
+	Consume(ctx context.Context, handle func(ctx context.Context, batch []*QueuedRequest) error) error
+}
