@@ -14,7 +14,6 @@ type Store interface {
 	EventStore
 	BookingStore
 	IdempotencyStore
-	OutboxStore
 	// Ping reports whether the database is reachable.
 	Ping(ctx context.Context) error
 	Close() error
