@@ -1,0 +1,384 @@
+// Package queuetest is the contract suite of the flash-sale queue's ports:
+// every boxoffice.QueueState (sqlite.Queue, redis.QueueState) and every
+// boxoffice.RequestLog (sqlite.Queue, kafka.RequestLog) runs it.
+package queuetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// Harness is one fresh implementation under test.
+type Harness struct {
+	State boxoffice.QueueState
+	// Log is the request log; nil skips the log tests.
+	Log boxoffice.RequestLog
+	// NewEvent returns the id of an event requests may name (a real row
+	// for a store with foreign keys).
+	NewEvent func(t *testing.T) boxoffice.ID
+}
+
+// Run runs the whole contract, one fresh harness per subtest.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	specs := []struct {
+		name string
+		test func(t *testing.T, h Harness)
+	}{
+		{"PositionsInArrivalOrder", testPositions},
+		{"ConcurrentAdmitsArePermutation", testConcurrentAdmits},
+		{"RetryReturnsSameEntry", testReplay},
+		{"OneLiveEntryPerUser", testMaxLive},
+		{"FinishOnce", testFinishOnce},
+		{"UnknownRequest", testUnknown},
+		{"PreQueueDrawnAtOpening", testPreQueue},
+		{"LogDeliversEveryRequest", testLogDelivers},
+		{"LogRedeliversFailedBatch", testLogRedelivers},
+	}
+	for _, s := range specs {
+		t.Run(s.name, func(t *testing.T) { s.test(t, newHarness(t)) })
+	}
+}
+
+var (
+	ctx    = context.Background()
+	nextID atomic.Int64
+)
+
+func init() { nextID.Store(time.Now().UnixNano() >> 8) }
+
+// Request returns a fresh request of user for event.
+func Request(event boxoffice.ID, user string, seats ...string) *boxoffice.QueuedRequest {
+	id := boxoffice.ID(nextID.Add(1))
+	if len(seats) == 0 {
+		seats = []string{"A-A-1"}
+	}
+	return &boxoffice.QueuedRequest{ID: id, EventID: event, UserID: user, SeatIDs: seats,
+		IdempotencyKey: "key-" + id.String(), RequestHash: "hash-" + user, EnqueuedAt: time.Now().UTC().Truncate(time.Millisecond)}
+}
+
+func admit(t *testing.T, h Harness, r *boxoffice.QueuedRequest, pre bool) *boxoffice.QueueEntry {
+	t.Helper()
+	e, replay, err := h.State.Admit(ctx, r, 1, pre)
+	if err != nil {
+		t.Fatalf("Admit(%s): %v", r.UserID, err)
+	}
+	if replay {
+		t.Fatalf("Admit(%s) of a new request reported a replay", r.UserID)
+	}
+	return e
+}
+
+func code(err error) string { return boxoffice.ErrorCode(err) }
+
+func testPositions(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	for i := 1; i <= 5; i++ {
+		e := admit(t, h, Request(ev, fmt.Sprint("u", i)), false)
+		if e.Status != boxoffice.QueueQueued || e.Request.Position != int64(i) {
+			t.Fatalf("request %d: status %s position %d, want queued at %d", i, e.Status, e.Request.Position, i)
+		}
+	}
+	// Positions are per event.
+	other := h.NewEvent(t)
+	if e := admit(t, h, Request(other, "u1"), false); e.Request.Position != 1 {
+		t.Errorf("first request of another event at %d, want 1", e.Request.Position)
+	}
+	p, err := h.State.Progress(ctx, ev)
+	if err != nil || p.Admitted != 5 || p.Served != 0 {
+		t.Errorf("progress %+v, %v; want 5 admitted, 0 served", p, err)
+	}
+}
+
+func testConcurrentAdmits(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	const n = 300
+	positions := make([]int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			e, _, err := h.State.Admit(ctx, Request(ev, fmt.Sprint("user-", i)), 1, false)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			positions[i] = e.Request.Position
+		})
+	}
+	wg.Wait()
+	slices.Sort(positions)
+	for i, p := range positions {
+		if p != int64(i+1) {
+			t.Fatalf("positions are not 1..%d: sorted[%d] = %d", n, i, p)
+		}
+	}
+}
+
+func testReplay(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	r := Request(ev, "fan")
+	first := admit(t, h, r, false)
+	again := *r
+	again.ID = r.ID + 1_000_000 // a retry comes with a new id; the key decides
+	e, replay, err := h.State.Admit(ctx, &again, 1, false)
+	if err != nil || !replay || e.Request.ID != r.ID || e.Request.Position != first.Request.Position {
+		t.Fatalf("retry: %+v replay=%v err=%v; want the first entry (%d at %d)", e, replay, err, r.ID, first.Request.Position)
+	}
+	other := *r
+	other.RequestHash = "another body"
+	if _, _, err := h.State.Admit(ctx, &other, 1, false); code(err) != boxoffice.EIDEMMISMATCH {
+		t.Errorf("same key, other request: %v, want EIDEMMISMATCH", err)
+	}
+	if p, _ := h.State.Progress(ctx, ev); p.Admitted != 1 {
+		t.Errorf("retries took positions: admitted %d, want 1", p.Admitted)
+	}
+}
+
+func testMaxLive(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	r := Request(ev, "scalper")
+	admit(t, h, r, false)
+	if _, _, err := h.State.Admit(ctx, Request(ev, "scalper"), 1, false); code(err) != boxoffice.ECONFLICT {
+		t.Fatalf("second live entry: %v, want ECONFLICT", err)
+	}
+	// Another event is another queue.
+	admit(t, h, Request(h.NewEvent(t), "scalper"), false)
+	// Two allowed when asked for.
+	if _, _, err := h.State.Admit(ctx, Request(ev, "scalper"), 2, false); err != nil {
+		t.Fatalf("second entry with maxLive 2: %v", err)
+	}
+	if _, _, err := h.State.Admit(ctx, Request(ev, "scalper"), 2, false); code(err) != boxoffice.ECONFLICT {
+		t.Fatalf("third entry with maxLive 2: %v, want ECONFLICT", err)
+	}
+	// An outcome frees the slot.
+	if _, err := h.State.Finish(ctx, r.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, FinishedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.State.Admit(ctx, Request(ev, "scalper"), 2, false); err != nil {
+		t.Errorf("after an outcome: %v", err)
+	}
+}
+
+func testFinishOnce(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	r := Request(ev, "fan", "A-A-1", "A-A-2")
+	admit(t, h, r, false)
+	held := time.Now().Add(10 * time.Minute).UTC().Truncate(time.Millisecond)
+	o := boxoffice.QueueOutcome{Status: boxoffice.QueueHeld, BookingID: r.ID, HeldUntil: held, FinishedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	var wg sync.WaitGroup
+	var firsts atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			first, err := h.State.Finish(ctx, r.ID, o)
+			if err != nil {
+				t.Error(err)
+			}
+			if first {
+				firsts.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if firsts.Load() != 1 {
+		t.Fatalf("%d Finish calls reported first, want 1", firsts.Load())
+	}
+	if first, _ := h.State.Finish(ctx, r.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: "X", FinishedAt: time.Now()}); first {
+		t.Error("a second outcome replaced the first")
+	}
+	e, err := h.State.Entry(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Status != boxoffice.QueueHeld || e.BookingID != r.ID || !e.HeldUntil.Equal(held) || e.FinishedAt.IsZero() ||
+		!slices.Equal(e.Request.SeatIDs, r.SeatIDs) || e.Request.UserID != "fan" || e.Request.Position != 1 {
+		t.Errorf("entry %+v / %+v", e, e.Request)
+	}
+	if p, _ := h.State.Progress(ctx, ev); p.Served != 1 {
+		t.Errorf("served %d, want 1", p.Served)
+	}
+	if _, err := h.State.Finish(ctx, r.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueQueued}); code(err) != boxoffice.EINVALID {
+		t.Errorf("a non-final outcome: %v, want EINVALID", err)
+	}
+}
+
+func testUnknown(t *testing.T, h Harness) {
+	if _, err := h.State.Entry(ctx, boxoffice.ID(nextID.Add(1))); code(err) != boxoffice.ENOTFOUND {
+		t.Errorf("Entry of an unknown request: %v, want ENOTFOUND", err)
+	}
+	if p, err := h.State.Progress(ctx, h.NewEvent(t)); err != nil || p != (boxoffice.QueueProgress{}) {
+		t.Errorf("Progress of an event without a queue: %+v, %v", p, err)
+	}
+}
+
+func testPreQueue(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	const n = 40
+	var early []*boxoffice.QueuedRequest
+	for i := range n {
+		r := Request(ev, fmt.Sprint("early-", i))
+		e := admit(t, h, r, true)
+		if e.Status != boxoffice.QueueWaiting || e.Request.Position != 0 {
+			t.Fatalf("before opening: %s at %d, want waiting at 0", e.Status, e.Request.Position)
+		}
+		early = append(early, r)
+	}
+	// Just after the opening instant, before Open ran: it joins the draw.
+	late := Request(ev, "just-after")
+	if e := admit(t, h, late, false); e.Status != boxoffice.QueueWaiting {
+		t.Fatalf("before Open ran: %s, want waiting", e.Status)
+	}
+	if first, _ := h.State.Finish(ctx, late.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); first {
+		t.Fatal("a waiting request was finished")
+	}
+	if p, _ := h.State.Progress(ctx, ev); p.Waiting != n+1 || p.Opened || p.Admitted != 0 {
+		t.Fatalf("progress before opening %+v", p)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	opened, err := h.State.Open(ctx, ev, rng.Shuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opened) != n+1 {
+		t.Fatalf("Open returned %d requests, want %d", len(opened), n+1)
+	}
+	inOrder := true
+	for i, r := range opened {
+		if r.Position != int64(i+1) {
+			t.Fatalf("opened[%d] at position %d, want %d", i, r.Position, i+1)
+		}
+		if i < n && r.ID != early[i].ID {
+			inOrder = false
+		}
+		e, _ := h.State.Entry(ctx, r.ID)
+		if e == nil || e.Status != boxoffice.QueueQueued || e.Request.Position != r.Position {
+			t.Fatalf("entry after opening %+v", e)
+		}
+	}
+	if inOrder {
+		t.Error("the draw left the pre-queue in arrival order")
+	}
+	again, err := h.State.Open(ctx, ev, rng.Shuffle)
+	if err != nil || len(again) != len(opened) {
+		t.Fatalf("second Open: %d requests, %v", len(again), err)
+	}
+	for i := range again {
+		if again[i].ID != opened[i].ID {
+			t.Fatal("a second Open drew again")
+		}
+	}
+	// After opening: arrival order, after the draw.
+	if e := admit(t, h, Request(ev, "later"), false); e.Status != boxoffice.QueueQueued || e.Request.Position != n+2 {
+		t.Errorf("after opening: %s at %d, want queued at %d", e.Status, e.Request.Position, n+2)
+	}
+	if p, _ := h.State.Progress(ctx, ev); !p.Opened || p.Waiting != 0 || p.Admitted != n+2 {
+		t.Errorf("progress after opening %+v", p)
+	}
+	// Opening an event nobody queued for early is harmless.
+	if rs, err := h.State.Open(ctx, h.NewEvent(t), rng.Shuffle); err != nil || len(rs) != 0 {
+		t.Errorf("Open of an empty pre-queue: %d, %v", len(rs), err)
+	}
+}
+
+// consume runs the log until every id in want was seen or the deadline.
+func consume(t *testing.T, h Harness, want map[boxoffice.ID]bool, handle func(batch []*boxoffice.QueuedRequest) error) map[boxoffice.ID]int {
+	t.Helper()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[boxoffice.ID]int{}
+	done := make(chan error, 1)
+	go func() {
+		done <- h.Log.Consume(cctx, func(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
+			if err := handle(batch); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range batch {
+				seen[r.ID]++
+			}
+			all := true
+			for id := range want {
+				all = all && seen[id] > 0
+			}
+			if all {
+				cancel()
+			}
+			return nil
+		})
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := range want {
+		if seen[id] == 0 {
+			t.Fatalf("request %d never delivered (%d of %d seen)", id, len(seen), len(want))
+		}
+	}
+	return seen
+}
+
+func admitAndAppend(t *testing.T, h Harness, ev boxoffice.ID, n int) map[boxoffice.ID]bool {
+	want := map[boxoffice.ID]bool{}
+	for i := range n {
+		r := Request(ev, fmt.Sprint("log-user-", i))
+		e := admit(t, h, r, false)
+		if err := h.Log.Append(ctx, e.Request); err != nil {
+			t.Fatal(err)
+		}
+		want[r.ID] = true
+	}
+	return want
+}
+
+func finishAll(t *testing.T, h Harness, batch []*boxoffice.QueuedRequest) {
+	for _, r := range batch {
+		if r.Position == 0 || len(r.SeatIDs) == 0 || r.UserID == "" {
+			t.Errorf("delivered request is incomplete: %+v", r)
+		}
+		if _, err := h.State.Finish(ctx, r.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func testLogDelivers(t *testing.T, h Harness) {
+	if h.Log == nil {
+		t.Skip("no log")
+	}
+	want := admitAndAppend(t, h, h.NewEvent(t), 500)
+	consume(t, h, want, func(batch []*boxoffice.QueuedRequest) error { finishAll(t, h, batch); return nil })
+}
+
+func testLogRedelivers(t *testing.T, h Harness) {
+	if h.Log == nil {
+		t.Skip("no log")
+	}
+	want := admitAndAppend(t, h, h.NewEvent(t), 50)
+	var failed atomic.Bool
+	var firstFailed []boxoffice.ID
+	seen := consume(t, h, want, func(batch []*boxoffice.QueuedRequest) error {
+		if !failed.Swap(true) {
+			for _, r := range batch {
+				firstFailed = append(firstFailed, r.ID)
+			}
+			return fmt.Errorf("the worker fails its first batch")
+		}
+		finishAll(t, h, batch)
+		return nil
+	})
+	for _, id := range firstFailed {
+		if seen[id] == 0 {
+			t.Errorf("request %d of the failed batch was not delivered again", id)
+		}
+	}
+}

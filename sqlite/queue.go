@@ -1,0 +1,351 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// Queue is the flash-sale queue of the embedded default: the QueueState
+// and the RequestLog in the store's file. Admit commits the request, so
+// Append has nothing left to do; Consume reads queued requests in log
+// order. It is safe for concurrent use.
+type Queue struct {
+	s *Store
+	// wake is poked by Admit and Open so an idle consumer looks at once
+	// instead of at its next poll.
+	wake chan struct{}
+	// PollInterval is how often an idle Consume looks for work without
+	// being woken (other processes on the same file); default 100ms.
+	PollInterval time.Duration
+	// BatchSize bounds a batch handed to Consume's handler; default 256.
+	BatchSize int
+}
+
+var (
+	_ boxoffice.QueueState = (*Queue)(nil)
+	_ boxoffice.RequestLog = (*Queue)(nil)
+)
+
+// Queue returns the store's queue.
+func (s *Store) Queue() *Queue {
+	return &Queue{s: s, wake: make(chan struct{}, 1)}
+}
+
+func (q *Queue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+const queueColumns = `id, event_id, user_id, idempotency_key, request_hash, seat_ids, position, enqueued_at,
+	status, reason, message, booking_id, held_until, finished_at`
+
+// scanEntry reads a row of queueColumns, then extra columns into extra.
+func scanEntry(row interface{ Scan(...any) error }, extra ...any) (*boxoffice.QueueEntry, error) {
+	var (
+		r                      boxoffice.QueuedRequest
+		e                      = boxoffice.QueueEntry{Request: &r}
+		seats, status          string
+		enqueued               int64
+		booking, held, finishd sql.NullInt64
+	)
+	dest := append([]any{&r.ID, &r.EventID, &r.UserID, &r.IdempotencyKey, &r.RequestHash, &seats, &r.Position, &enqueued,
+		&status, &e.Reason, &e.Message, &booking, &held, &finishd}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(seats), &r.SeatIDs); err != nil {
+		return nil, err
+	}
+	r.EnqueuedAt = fromMillis(enqueued)
+	e.Status = boxoffice.QueueStatus(status)
+	e.BookingID = boxoffice.ID(booking.Int64)
+	if held.Valid {
+		e.HeldUntil = fromMillis(held.Int64)
+	}
+	if finishd.Valid {
+		e.FinishedAt = fromMillis(finishd.Int64)
+	}
+	return &e, nil
+}
+
+// Admit records r (see boxoffice.QueueState): in one write transaction, the
+// idempotency look-up, the live-entry count, the position and the row.
+func (q *Queue) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive int, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
+	seats, err := json.Marshal(r.SeatIDs)
+	if err != nil {
+		return nil, false, err
+	}
+	var (
+		entry  *boxoffice.QueueEntry
+		replay bool
+	)
+	err = q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		e, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+queueColumns+` FROM queue_requests
+			WHERE user_id = ? AND idempotency_key = ?`, r.UserID, r.IdempotencyKey))
+		if err == nil {
+			if e.Request.RequestHash != r.RequestHash {
+				return boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
+			}
+			entry, replay = e, true
+			return nil
+		}
+		if err != sql.ErrNoRows {
+			return err
+		}
+		var live int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue_requests
+			WHERE event_id = ? AND user_id = ? AND status IN ('waiting', 'queued')`, r.EventID, r.UserID).Scan(&live); err != nil {
+			return err
+		}
+		if live >= maxLive {
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "you already have a request in this event's queue")
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_events (event_id) VALUES (?) ON CONFLICT DO NOTHING`, r.EventID); err != nil {
+			return err
+		}
+		var admitted, waiting int64
+		var opened bool
+		if err := tx.QueryRowContext(ctx, `SELECT admitted, waiting, opened FROM queue_events WHERE event_id = ?`,
+			r.EventID).Scan(&admitted, &waiting, &opened); err != nil {
+			return err
+		}
+		// Until the pre-queue has its positions nobody gets one: a request
+		// just after the opening instant joins the draw rather than jump it.
+		status := boxoffice.QueueQueued
+		if !opened && (preQueue || waiting > 0) {
+			status = boxoffice.QueueWaiting
+		}
+		row := *r
+		row.Position = 0
+		var seq any // NULL in the pre-queue
+		if status == boxoffice.QueueQueued {
+			row.Position = admitted + 1
+			if seq, err = nextLogSeq(ctx, tx); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE queue_events SET admitted = ?, opened = 1 WHERE event_id = ?`, row.Position, r.EventID)
+		} else {
+			_, err = tx.ExecContext(ctx, `UPDATE queue_events SET waiting = waiting + 1 WHERE event_id = ?`, r.EventID)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
+			(id, event_id, user_id, idempotency_key, request_hash, seat_ids, position, prequeued, log_seq, status, enqueued_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			row.ID, row.EventID, row.UserID, row.IdempotencyKey, row.RequestHash, string(seats), row.Position,
+			status == boxoffice.QueueWaiting, seq, string(status), millis(row.EnqueuedAt)); err != nil {
+			return err
+		}
+		entry = &boxoffice.QueueEntry{Request: &row, Status: status}
+		return nil
+	})
+	if err != nil {
+		return nil, false, translate(err, "database")
+	}
+	if !replay {
+		q.poke()
+	}
+	return entry, replay, nil
+}
+
+func nextLogSeq(ctx context.Context, tx *txn) (int64, error) {
+	var seq int64
+	err := tx.QueryRowContext(ctx, `SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests`).Scan(&seq)
+	return seq, err
+}
+
+// Entry returns a request's entry, or ENOTFOUND.
+func (q *Queue) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEntry, error) {
+	e, err := scanEntry(q.s.queryRow(ctx, `SELECT `+queueColumns+` FROM queue_requests WHERE id = ?`, id))
+	if err == sql.ErrNoRows {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	return e, nil
+}
+
+// Finish records the outcome of a queued request once.
+func (q *Queue) Finish(ctx context.Context, id boxoffice.ID, o boxoffice.QueueOutcome) (bool, error) {
+	if !o.Status.Final() {
+		return false, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
+	}
+	var first bool
+	err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		var booking, held any
+		if o.BookingID != 0 {
+			booking = int64(o.BookingID)
+		}
+		if !o.HeldUntil.IsZero() {
+			held = millis(o.HeldUntil)
+		}
+		var eventID boxoffice.ID
+		err := tx.QueryRowContext(ctx, `UPDATE queue_requests
+			SET status = ?, reason = ?, message = ?, booking_id = ?, held_until = ?, finished_at = ?
+			WHERE id = ? AND status = 'queued' RETURNING event_id`,
+			string(o.Status), o.Reason, o.Message, booking, held, millis(o.FinishedAt), id).Scan(&eventID)
+		if err == sql.ErrNoRows {
+			return nil // already finished, or never queued
+		}
+		if err != nil {
+			return err
+		}
+		first = true
+		_, err = tx.ExecContext(ctx, `UPDATE queue_events SET served = served + 1 WHERE event_id = ?`, eventID)
+		return err
+	})
+	return first, translate(err, "database")
+}
+
+// Open gives the pre-queue its positions, in the order shuffle leaves it.
+func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n int, swap func(i, j int))) ([]*boxoffice.QueuedRequest, error) {
+	err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_events (event_id) VALUES (?) ON CONFLICT DO NOTHING`, eventID); err != nil {
+			return err
+		}
+		var opened bool
+		var admitted int64
+		if err := tx.QueryRowContext(ctx, `SELECT opened, admitted FROM queue_events WHERE event_id = ?`, eventID).Scan(&opened, &admitted); err != nil {
+			return err
+		}
+		if opened {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM queue_requests WHERE event_id = ? AND status = 'waiting' ORDER BY id`, eventID)
+		if err != nil {
+			return err
+		}
+		var ids []boxoffice.ID
+		for rows.Next() {
+			var id boxoffice.ID
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		seq, err := nextLogSeq(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if _, err := tx.ExecContext(ctx, `UPDATE queue_requests SET status = 'queued', position = ?, log_seq = ? WHERE id = ?`,
+				admitted+int64(i)+1, seq+int64(i), id); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE queue_events SET opened = 1, waiting = 0, admitted = ? WHERE event_id = ?`,
+			admitted+int64(len(ids)), eventID)
+		return err
+	})
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	q.poke()
+	// What the pre-queue held, opened now or before, in position order.
+	rows, err := q.s.query(ctx, `SELECT `+queueColumns+` FROM queue_requests
+		WHERE event_id = ? AND prequeued = 1 ORDER BY position`, eventID)
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	defer rows.Close()
+	var out []*boxoffice.QueuedRequest
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, translate(err, "database")
+		}
+		out = append(out, e.Request)
+	}
+	return out, translate(rows.Err(), "database")
+}
+
+// Progress returns the event's queue counters.
+func (q *Queue) Progress(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, error) {
+	var p boxoffice.QueueProgress
+	err := q.s.queryRow(ctx, `SELECT admitted, served, waiting, opened FROM queue_events WHERE event_id = ?`, eventID).
+		Scan(&p.Admitted, &p.Served, &p.Waiting, &p.Opened)
+	if err == sql.ErrNoRows {
+		return p, nil
+	}
+	return p, translate(err, "database")
+}
+
+// Append has nothing to do: Admit and Open committed the requests, and
+// Consume reads them from the table.
+func (q *Queue) Append(ctx context.Context, rs ...*boxoffice.QueuedRequest) error { return nil }
+
+// Consume hands queued requests to handle in log order until ctx ends. A
+// batch whose handler fails is handed again after a pause; requests the
+// handler finished are not (they are no longer queued). After a restart it
+// starts from the oldest request still queued, so a crash mid-batch loses
+// nothing.
+func (q *Queue) Consume(ctx context.Context, handle func(ctx context.Context, batch []*boxoffice.QueuedRequest) error) error {
+	poll := q.PollInterval
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
+	}
+	size := q.BatchSize
+	if size <= 0 {
+		size = 256
+	}
+	var after int64 // log_seq of the last request handled
+	backoff := poll
+	for ctx.Err() == nil {
+		batch, last, err := q.next(ctx, after, size)
+		if err == nil && len(batch) > 0 {
+			if err = handle(ctx, batch); err == nil {
+				after, backoff = last, poll
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wait := poll
+		if err != nil {
+			// A failing store or handler: retry the same batch, slower.
+			wait, backoff = backoff, min(2*backoff, 5*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+		case <-q.wake:
+		case <-time.After(wait):
+		}
+	}
+	return nil
+}
+
+func (q *Queue) next(ctx context.Context, after int64, n int) ([]*boxoffice.QueuedRequest, int64, error) {
+	rows, err := q.s.query(ctx, `SELECT `+queueColumns+`, log_seq FROM queue_requests
+		WHERE status = 'queued' AND log_seq > ? ORDER BY log_seq LIMIT ?`, after, n)
+	if err != nil {
+		return nil, 0, translate(err, "database")
+	}
+	defer rows.Close()
+	var (
+		out  []*boxoffice.QueuedRequest
+		last int64
+	)
+	for rows.Next() {
+		e, err := scanEntry(rows, &last)
+		if err != nil {
+			return nil, 0, translate(err, "database")
+		}
+		out = append(out, e.Request)
+	}
+	return out, last, translate(rows.Err(), "database")
+}
