@@ -1,0 +1,347 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// QueueState is boxoffice.QueueState on Redis. An event's queue lives in
+// one hash slot, {q:<event>}:
+//
+//	<p>q:{q:<event>}:n                 hash: admitted, served, waiting, opened
+//	<p>q:{q:<event>}:e:<user>\x00<key>  hash: the entry (id, hash, req JSON, pos, status, outcome)
+//	<p>q:{q:<event>}:live:<user>       the user's live entries
+//	<p>q:{q:<event>}:waiting           list: entry keys of the pre-queue, in arrival order
+//	<p>q:{q:<event>}:opened            list: the same after the draw, in position order
+//	<p>q:id:{<request>}                JSON ["<event>", "<user>", "<key>"], to find an entry by its id
+//
+// so admitting (idempotency, live count, position) is one script, atomic:
+// the per-event counter is the Redis INCR of the design. One hot event's
+// front door is one shard's work (~1e5 scripts/s); its seats spread over
+// the cluster by section. Entries expire after TTL (the idempotency
+// window).
+type QueueState struct {
+	client rueidis.Client
+	prefix string
+	// TTL of entries and counters; default 24h.
+	TTL time.Duration
+	// Timeout bounds each call; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+var _ boxoffice.QueueState = (*QueueState)(nil)
+
+// NewQueueState returns a QueueState under prefix, which must not contain
+// '{' or '}' (it panics if it does).
+func NewQueueState(client rueidis.Client, prefix string) *QueueState {
+	checkPrefix(prefix)
+	return &QueueState{client: client, prefix: prefix, TTL: 24 * time.Hour}
+}
+
+func (q *QueueState) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	t := q.Timeout
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	return context.WithTimeout(ctx, t)
+}
+
+func (q *QueueState) slot(eventID boxoffice.ID) string {
+	return q.prefix + "q:{q:" + eventID.String() + "}:"
+}
+
+func (q *QueueState) entryKey(eventID boxoffice.ID, user, key string) string {
+	return q.slot(eventID) + "e:" + user + "\x00" + key
+}
+
+func (q *QueueState) idKey(id boxoffice.ID) string { return q.prefix + "q:id:{" + id.String() + "}" }
+
+// admitLua: KEYS counters, entry, live, waiting; ARGV id, hash, maxLive,
+// preQueue (0/1), request JSON, ttl s. Reply {'replay'|'mismatch'|'busy'}
+// or {'new', position, status}.
+const admitLua = `
+local h = redis.call('HGET', KEYS[2], 'hash')
+if h then
+  if h ~= ARGV[2] then return {'mismatch'} end
+  return {'replay'}
+end
+local live = tonumber(redis.call('GET', KEYS[3]) or '0')
+if live >= tonumber(ARGV[3]) then return {'busy'} end
+local c = redis.call('HMGET', KEYS[1], 'admitted', 'waiting', 'opened')
+local admitted = tonumber(c[1] or '0')
+local waiting = tonumber(c[2] or '0')
+local status, pos = 'queued', 0
+if c[3] ~= '1' and (ARGV[4] == '1' or waiting > 0) then
+  status = 'waiting'
+  redis.call('HINCRBY', KEYS[1], 'waiting', 1)
+  redis.call('RPUSH', KEYS[4], KEYS[2])
+  redis.call('EXPIRE', KEYS[4], ARGV[6])
+else
+  pos = admitted + 1
+  redis.call('HSET', KEYS[1], 'admitted', pos, 'opened', 1)
+end
+redis.call('EXPIRE', KEYS[1], ARGV[6])
+redis.call('INCR', KEYS[3])
+redis.call('EXPIRE', KEYS[3], ARGV[6])
+redis.call('HSET', KEYS[2], 'id', ARGV[1], 'hash', ARGV[2], 'req', ARGV[5], 'pos', pos, 'status', status)
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+return {'new', pos, status}
+`
+
+// finishLua: KEYS entry, counters, live; ARGV status, reason, message,
+// booking, held_until ms, finished_at ms. Reply 1 if recorded, 0 if the
+// entry is not queued.
+const finishLua = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'queued' then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'reason', ARGV[2], 'message', ARGV[3],
+  'booking', ARGV[4], 'held_until', ARGV[5], 'finished_at', ARGV[6])
+redis.call('HINCRBY', KEYS[2], 'served', 1)
+if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then redis.call('DECR', KEYS[3]) end
+return 1
+`
+
+// openLua: KEYS counters, waiting, opened; ARGV n (the pre-queue length the
+// caller shuffled), ttl s, then the entry keys in drawn order. Reply 'done'
+// (opened before), 'retry' (the pre-queue changed meanwhile) or 'ok'.
+const openLua = `
+if redis.call('HGET', KEYS[1], 'opened') == '1' then return 'done' end
+local n = tonumber(ARGV[1])
+if redis.call('LLEN', KEYS[2]) ~= n then return 'retry' end
+local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
+for i = 1, n do
+  local k = ARGV[2 + i]
+  redis.call('HSET', k, 'pos', admitted + i, 'status', 'queued')
+  redis.call('RPUSH', KEYS[3], k)
+end
+redis.call('HSET', KEYS[1], 'admitted', admitted + n, 'waiting', 0, 'opened', 1)
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+if n > 0 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
+redis.call('DEL', KEYS[2])
+return 'ok'
+`
+
+var (
+	admitScript  = newScript(admitLua)
+	finishScript = newScript(finishLua)
+	openScript   = newScript(openLua)
+)
+
+func (q *QueueState) ttlSeconds() string {
+	return strconv.FormatInt(int64(q.TTL/time.Second), 10)
+}
+
+// Admit records r; see boxoffice.QueueState.
+func (q *QueueState) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive int, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, false, err
+	}
+	slot := q.slot(r.EventID)
+	entry := q.entryKey(r.EventID, r.UserID, r.IdempotencyKey)
+	pre := "0"
+	if preQueue {
+		pre = "1"
+	}
+	res, err := admitScript.exec(ctx, q.client,
+		[]string{slot + "n", entry, slot + "live:" + r.UserID, slot + "waiting"},
+		[]string{r.ID.String(), r.RequestHash, strconv.Itoa(maxLive), pre, string(body), q.ttlSeconds()}).ToArray()
+	if err != nil {
+		return nil, false, boxoffice.Unavailable("the queue state", err)
+	}
+	verdict, _ := res[0].ToString()
+	switch verdict {
+	case "mismatch":
+		return nil, false, boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
+	case "busy":
+		return nil, false, boxoffice.Errorf(boxoffice.ECONFLICT, "you already have a request in this event's queue")
+	case "replay":
+		e, err := q.entry(ctx, entry)
+		if err != nil {
+			return nil, false, err
+		}
+		// The index may be missing if the first attempt died before it.
+		if err := q.index(ctx, e.Request); err != nil {
+			return nil, false, err
+		}
+		return e, true, nil
+	}
+	pos, _ := res[1].AsInt64()
+	status, _ := res[2].ToString()
+	row := *r
+	row.Position = pos
+	if err := q.index(ctx, &row); err != nil {
+		return nil, false, err
+	}
+	return &boxoffice.QueueEntry{Request: &row, Status: boxoffice.QueueStatus(status)}, false, nil
+}
+
+func (q *QueueState) index(ctx context.Context, r *boxoffice.QueuedRequest) error {
+	v, _ := json.Marshal([]string{r.EventID.String(), r.UserID, r.IdempotencyKey})
+	err := q.client.Do(ctx, q.client.B().Set().Key(q.idKey(r.ID)).Value(string(v)).Ex(q.TTL).Build()).Error()
+	if err != nil {
+		return boxoffice.Unavailable("the queue state", err)
+	}
+	return nil
+}
+
+// lookup finds the entry key, the event and the user of a request id.
+func (q *QueueState) lookup(ctx context.Context, id boxoffice.ID) (key string, ev boxoffice.ID, user string, err error) {
+	v, err := q.client.Do(ctx, q.client.B().Get().Key(q.idKey(id)).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return "", 0, "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	if err != nil {
+		return "", 0, "", boxoffice.Unavailable("the queue state", err)
+	}
+	var parts []string
+	if json.Unmarshal([]byte(v), &parts) != nil || len(parts) != 3 {
+		return "", 0, "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	ev, err = boxoffice.ParseID(parts[0])
+	if err != nil {
+		return "", 0, "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	return q.entryKey(ev, parts[1], parts[2]), ev, parts[1], nil
+}
+
+func (q *QueueState) entry(ctx context.Context, key string) (*boxoffice.QueueEntry, error) {
+	m, err := q.client.Do(ctx, q.client.B().Hgetall().Key(key).Build()).AsStrMap()
+	if err != nil {
+		return nil, boxoffice.Unavailable("the queue state", err)
+	}
+	if len(m) == 0 {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such queued request")
+	}
+	return decodeEntry(m)
+}
+
+func decodeEntry(m map[string]string) (*boxoffice.QueueEntry, error) {
+	var r boxoffice.QueuedRequest
+	if err := json.Unmarshal([]byte(m["req"]), &r); err != nil {
+		return nil, &boxoffice.Error{Code: boxoffice.EINTERNAL, Message: "queue entry is unreadable", Err: err}
+	}
+	r.Position, _ = strconv.ParseInt(m["pos"], 10, 64)
+	e := &boxoffice.QueueEntry{Request: &r, Status: boxoffice.QueueStatus(m["status"]), Reason: m["reason"], Message: m["message"]}
+	if b, err := strconv.ParseInt(m["booking"], 10, 64); err == nil {
+		e.BookingID = boxoffice.ID(b)
+	}
+	if ms, err := strconv.ParseInt(m["held_until"], 10, 64); err == nil && ms > 0 {
+		e.HeldUntil = time.UnixMilli(ms).UTC()
+	}
+	if ms, err := strconv.ParseInt(m["finished_at"], 10, 64); err == nil && ms > 0 {
+		e.FinishedAt = time.UnixMilli(ms).UTC()
+	}
+	return e, nil
+}
+
+// Entry returns a request's entry, or ENOTFOUND.
+func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEntry, error) {
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	key, _, _, err := q.lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return q.entry(ctx, key)
+}
+
+// Finish records a queued request's outcome once.
+func (q *QueueState) Finish(ctx context.Context, id boxoffice.ID, o boxoffice.QueueOutcome) (bool, error) {
+	if !o.Status.Final() {
+		return false, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
+	}
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	key, ev, user, err := q.lookup(ctx, id)
+	if boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var held int64
+	if !o.HeldUntil.IsZero() {
+		held = o.HeldUntil.UnixMilli()
+	}
+	slot := q.slot(ev)
+	n, err := finishScript.exec(ctx, q.client, []string{key, slot + "n", slot + "live:" + user},
+		[]string{string(o.Status), o.Reason, o.Message, o.BookingID.String(), strconv.FormatInt(held, 10),
+			strconv.FormatInt(o.FinishedAt.UnixMilli(), 10)}).AsInt64()
+	if err != nil {
+		return false, boxoffice.Unavailable("the queue state", err)
+	}
+	return n == 1, nil
+}
+
+// Open draws the pre-queue's positions; see boxoffice.QueueState.
+func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n int, swap func(i, j int))) ([]*boxoffice.QueuedRequest, error) {
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	slot := q.slot(eventID)
+	for attempt := 0; ; attempt++ {
+		keys, err := q.client.Do(ctx, q.client.B().Lrange().Key(slot+"waiting").Start(0).Stop(-1).Build()).AsStrSlice()
+		if err != nil {
+			return nil, boxoffice.Unavailable("the queue state", err)
+		}
+		shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		args := append([]string{strconv.Itoa(len(keys)), q.ttlSeconds()}, keys...)
+		verdict, err := openScript.exec(ctx, q.client, []string{slot + "n", slot + "waiting", slot + "opened"}, args).ToString()
+		if err != nil {
+			return nil, boxoffice.Unavailable("the queue state", err)
+		}
+		if verdict != "retry" {
+			break
+		}
+		if attempt > 100 {
+			return nil, boxoffice.Errorf(boxoffice.EUNAVAILABLE, "the pre-queue keeps changing")
+		}
+	}
+	keys, err := q.client.Do(ctx, q.client.B().Lrange().Key(slot+"opened").Start(0).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		return nil, boxoffice.Unavailable("the queue state", err)
+	}
+	out := make([]*boxoffice.QueuedRequest, 0, len(keys))
+	for i := 0; i < len(keys); i += 1000 {
+		chunk := keys[i:min(i+1000, len(keys))]
+		cmds := make(rueidis.Commands, len(chunk))
+		for j, k := range chunk {
+			cmds[j] = q.client.B().Hgetall().Key(k).Build()
+		}
+		for _, res := range q.client.DoMulti(ctx, cmds...) {
+			m, err := res.AsStrMap()
+			if err != nil {
+				return nil, boxoffice.Unavailable("the queue state", err)
+			}
+			e, err := decodeEntry(m)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e.Request)
+		}
+	}
+	return out, nil
+}
+
+// Progress returns the event's queue counters.
+func (q *QueueState) Progress(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, error) {
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	m, err := q.client.Do(ctx, q.client.B().Hgetall().Key(q.slot(eventID)+"n").Build()).AsStrMap()
+	if err != nil {
+		return boxoffice.QueueProgress{}, boxoffice.Unavailable("the queue state", err)
+	}
+	var p boxoffice.QueueProgress
+	p.Admitted, _ = strconv.ParseInt(m["admitted"], 10, 64)
+	p.Served, _ = strconv.ParseInt(m["served"], 10, 64)
+	p.Waiting, _ = strconv.ParseInt(m["waiting"], 10, 64)
+	p.Opened = m["opened"] == "1"
+	return p, nil
+}
