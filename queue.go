@@ -79,8 +79,10 @@ type QueueProgress struct {
 	Admitted, Served int64
 	// Waiting counts requests in the pre-queue.
 	Waiting int64
-	// Opened reports that the pre-queue was given its positions.
-	Opened bool
+	// Opened reports that the pre-queue was given its positions, Released
+	// that the drawn requests are in the log too (MarkReleased). An opener
+	// that died between the two is finished by the next one.
+	Opened, Released bool
 }
 
 // QueueState is the front door's book of queued requests.
@@ -104,6 +106,8 @@ type QueueState interface {
 	// requests in position order, for the caller to append to the log. It
 	// is idempotent: a second call returns the same requests again.
 	Open(ctx context.Context, eventID ID, shuffle func(n int, swap func(i, j int))) ([]*QueuedRequest, error)
+	// MarkReleased records that the requests Open returned are in the log.
+	MarkReleased(ctx context.Context, eventID ID) error
 	// Progress returns the event's queue counters.
 	Progress(ctx context.Context, eventID ID) (QueueProgress, error)
 }
@@ -118,4 +122,22 @@ type RequestLog interface {
 	// returns nil; a handler error or a crash delivers it again, so handle
 	// must be idempotent. A nil error from Consume means ctx ended.
 	Consume(ctx context.Context, handle func(ctx context.Context, batch []*QueuedRequest) error) error
+}
+
+// QueueNotice tells the live channel that a queued request changed: it has
+// an outcome, or the pre-queue was drawn.
+type QueueNotice struct {
+	RequestID ID          `json:"request_id"`
+	EventID   ID          `json:"event_id"`
+	UserID    string      `json:"user_id"`
+	Status    QueueStatus `json:"status"`
+}
+
+// Notifier fans notices out to every API process: in-process for the
+// embedded default, Redis pub/sub in production. Delivery is best effort;
+// the queue state stays the truth, and the live channel also polls it.
+type Notifier interface {
+	Notify(ctx context.Context, n QueueNotice) error
+	// Listen calls fn with every notice, from any process, until ctx ends.
+	Listen(ctx context.Context, fn func(QueueNotice)) error
 }

@@ -50,6 +50,9 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, u boxoffice.Use
 	if err != nil {
 		return err
 	}
+	if queued, err := s.svc.Queued(r.Context(), req.EventID); err == nil && queued {
+		return s.enqueue(w, r, u, req)
+	}
 	res, err := s.svc.Reserve(r.Context(), u, req)
 	if err != nil {
 		return err

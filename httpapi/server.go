@@ -30,6 +30,7 @@ type Server struct {
 	auth    *auth.Authenticator
 	log     *slog.Logger
 	handler http.Handler
+	hub     *hub
 }
 
 // access says who may call a route.
@@ -38,6 +39,7 @@ type access int
 const (
 	public   access = iota // anyone; a bad token is still refused
 	customer               // any valid token
+	streamer               // any valid token, which may also come as ?access_token= (EventSource sends no headers)
 	admin                  // a token with role admin
 )
 
@@ -50,7 +52,7 @@ type Route struct {
 
 // New returns a Server.
 func New(svc *sale.Service, seats *seatmap.Cache, a *auth.Authenticator, log *slog.Logger) *Server {
-	s := &Server{svc: svc, seats: seats, auth: a, log: log}
+	s := &Server{svc: svc, seats: seats, auth: a, log: log, hub: newHub()}
 	mux := http.NewServeMux()
 	for _, rt := range s.Routes() {
 		mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
@@ -78,6 +80,8 @@ func (s *Server) Routes() []Route {
 		{"GET", "/bookings/{booking_id}", customer, s.getBooking},
 		{"POST", "/bookings/{booking_id}/confirm", customer, s.confirm},
 		{"DELETE", "/bookings/{booking_id}", customer, s.release},
+		{"GET", "/queue/{request_id}", customer, s.queueStatus},
+		{"GET", "/queue/{request_id}/events", streamer, s.queueEvents},
 	}
 }
 
@@ -102,6 +106,9 @@ func (s *Server) wrap(rt Route) http.Handler {
 // or expired token should hear so rather than be served anonymously.
 func (s *Server) authenticate(r *http.Request, need access) (boxoffice.User, error) {
 	h := r.Header.Get("Authorization")
+	if t := r.URL.Query().Get("access_token"); h == "" && t != "" && need == streamer {
+		h = "Bearer " + t
+	}
 	if h == "" {
 		if need == public {
 			return boxoffice.User{}, nil

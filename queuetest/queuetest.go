@@ -92,8 +92,8 @@ func testPositions(t *testing.T, h Harness) {
 		t.Errorf("first request of another event at %d, want 1", e.Request.Position)
 	}
 	p, err := h.State.Progress(ctx, ev)
-	if err != nil || p.Admitted != 5 || p.Served != 0 {
-		t.Errorf("progress %+v, %v; want 5 admitted, 0 served", p, err)
+	if err != nil || p.Admitted != 5 || p.Served != 0 || !p.Opened || !p.Released {
+		t.Errorf("progress %+v, %v; want 5 admitted, 0 served, opened and released (no pre-queue)", p, err)
 	}
 }
 
@@ -279,6 +279,12 @@ func testPreQueue(t *testing.T, h Harness) {
 	}
 	if p, _ := h.State.Progress(ctx, ev); !p.Opened || p.Waiting != 0 || p.Admitted != n+2 {
 		t.Errorf("progress after opening %+v", p)
+	}
+	if err := h.State.MarkReleased(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := h.State.Progress(ctx, ev); !p.Released {
+		t.Errorf("progress after MarkReleased %+v", p)
 	}
 	// Opening an event nobody queued for early is harmless.
 	if rs, err := h.State.Open(ctx, h.NewEvent(t), rng.Shuffle); err != nil || len(rs) != 0 {

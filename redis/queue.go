@@ -84,6 +84,7 @@ if c[3] ~= '1' and (ARGV[4] == '1' or waiting > 0) then
   redis.call('EXPIRE', KEYS[4], ARGV[6])
 else
   pos = admitted + 1
+  if c[3] ~= '1' then redis.call('HSET', KEYS[1], 'released', 1) end
   redis.call('HSET', KEYS[1], 'admitted', pos, 'opened', 1)
 end
 redis.call('EXPIRE', KEYS[1], ARGV[6])
@@ -119,7 +120,9 @@ for i = 1, n do
   redis.call('HSET', k, 'pos', admitted + i, 'status', 'queued')
   redis.call('RPUSH', KEYS[3], k)
 end
-redis.call('HSET', KEYS[1], 'admitted', admitted + n, 'waiting', 0, 'opened', 1)
+local released = 0
+if n == 0 then released = 1 end
+redis.call('HSET', KEYS[1], 'admitted', admitted + n, 'waiting', 0, 'opened', 1, 'released', released)
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 if n > 0 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
 redis.call('DEL', KEYS[2])
@@ -343,5 +346,16 @@ func (q *QueueState) Progress(ctx context.Context, eventID boxoffice.ID) (boxoff
 	p.Served, _ = strconv.ParseInt(m["served"], 10, 64)
 	p.Waiting, _ = strconv.ParseInt(m["waiting"], 10, 64)
 	p.Opened = m["opened"] == "1"
+	p.Released = m["released"] == "1"
 	return p, nil
+}
+
+// MarkReleased records that the drawn pre-queue is in the log.
+func (q *QueueState) MarkReleased(ctx context.Context, eventID boxoffice.ID) error {
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	if err := q.client.Do(ctx, q.client.B().Hset().Key(q.slot(eventID)+"n").FieldValue().FieldValue("released", "1").Build()).Error(); err != nil {
+		return boxoffice.Unavailable("the queue state", err)
+	}
+	return nil
 }

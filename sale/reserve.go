@@ -38,32 +38,50 @@ func PaymentURL(id boxoffice.ID) string { return "/bookings/" + id.String() + "/
 // ESEATTAKEN (with the seats in the way), EUNAVAILABLE (the lock store or
 // database is down: nothing was held).
 func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequest) (*ReserveResult, error) {
-	if err := checkKey(req.IdempotencyKey); err != nil {
-		return nil, err
-	}
-	l, err := s.Layout(ctx, req.EventID)
+	l, seats, hash, err := s.checkReserve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	ev := l.Event
-	if ev.SaleMode == boxoffice.SaleQueued {
-		return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "this event sells through the flash-sale queue, which this server does not run")
+	if l.Event.SaleMode == boxoffice.SaleQueued {
+		return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "this event sells through the flash-sale queue: its reserve answers 202")
 	}
 	now := s.now()
-	if !ev.SaleOpen(now) {
-		if now.Before(ev.SaleOpensAt) {
-			return nil, boxoffice.Errorf(boxoffice.ESALECLOSED, "the sale opens at %s", ev.SaleOpensAt.UTC().Format(time.RFC3339))
-		}
-		return nil, boxoffice.Errorf(boxoffice.ESALECLOSED, "the sale is over")
+	if !l.Event.SaleOpen(now) {
+		return nil, saleClosed(l.Event, now)
 	}
-	seats, err := boxoffice.ValidateSeatSelection(l.index, req.SeatIDs, min(s.cfg.MaxSeatsPerRequest, ev.TicketLimit))
+	return s.reserve(ctx, u, l.Event, seats, req, hash, 0)
+}
+
+// checkReserve validates a reserve request against its event: the key, the
+// event, the seats. hash fingerprints the request for idempotency.
+func (s *Service) checkReserve(ctx context.Context, req ReserveRequest) (l *Layout, seats []boxoffice.Seat, hash string, err error) {
+	if err := checkKey(req.IdempotencyKey); err != nil {
+		return nil, nil, "", err
+	}
+	if l, err = s.Layout(ctx, req.EventID); err != nil {
+		return nil, nil, "", err
+	}
+	seats, err = boxoffice.ValidateSeatSelection(l.index, req.SeatIDs, min(s.cfg.MaxSeatsPerRequest, l.Event.TicketLimit))
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
 	sorted := slices.Clone(req.SeatIDs)
 	slices.Sort(sorted)
-	hash := requestHash("reserve", req.EventID.String(), strings.Join(sorted, ","))
+	return l, seats, requestHash("reserve", req.EventID.String(), strings.Join(sorted, ",")), nil
+}
 
+func saleClosed(ev *boxoffice.Event, now time.Time) error {
+	if now.Before(ev.SaleOpensAt) {
+		return boxoffice.Errorf(boxoffice.ESALECLOSED, "the sale opens at %s", ev.SaleOpensAt.UTC().Format(time.RFC3339))
+	}
+	return boxoffice.Errorf(boxoffice.ESALECLOSED, "the sale is over")
+}
+
+// reserve holds the seats and writes the pending booking with its
+// idempotency record. id is the booking's id: 0 draws a new one (a direct
+// sale); a queued request passes its own, so that a redelivered request
+// holds as the same owner and finds its booking instead of making another.
+func (s *Service) reserve(ctx context.Context, u boxoffice.User, ev *boxoffice.Event, seats []boxoffice.Seat, req ReserveRequest, hash string, id boxoffice.ID) (*ReserveResult, error) {
 	// The lease first, then the look-up: a finished first request has
 	// released its lease and left its record, so one look-up under the
 	// lease sees it; a running one holds the lease and this retry gets 409.
@@ -85,12 +103,14 @@ func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequ
 	for _, st := range seats {
 		amount += st.PriceCents
 	}
-	id := s.ids.NextID()
+	if id == 0 {
+		id = s.ids.NextID()
+	}
 	hold, err := s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: ev.ID, SeatIDs: req.SeatIDs, Owner: id, TTL: s.cfg.HoldTTL})
 	if err != nil {
 		return nil, err
 	}
-	now = s.now()
+	now := s.now()
 	b := &boxoffice.Booking{
 		ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Status: boxoffice.BookingPending,
 		Fence: hold.Fence, AmountCents: amount, HeldUntil: now.Add(s.cfg.HoldTTL), CreatedAt: now, UpdatedAt: now,
@@ -102,15 +122,18 @@ func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequ
 		return nil, err
 	}
 	if err := s.store.CreateBooking(ctx, boxoffice.NewBooking{Booking: b, TicketLimit: ev.TicketLimit, Idempotency: rec}); err != nil {
-		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
-		if isCode(err, boxoffice.EIDEMINFLIGHT) {
-			// Our lease ran out and another attempt with this key won.
-			var won ReserveResult
-			if rerr := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &won); rerr == nil {
-				won.Replayed = true
-				return &won, nil
+		// Another attempt with this key won (our lease ran out): its answer
+		// is ours. With a request's own id it may also hold as the same
+		// owner, so its hold must not be released.
+		var won ReserveResult
+		if rerr := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &won); rerr == nil {
+			if won.BookingID != id {
+				s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
 			}
+			won.Replayed = true
+			return &won, nil
 		}
+		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
 		return nil, err
 	}
 	return &res, nil

@@ -36,6 +36,15 @@ type Config struct {
 	PaymentTimeout time.Duration
 	// Currency of all prices.
 	Currency string
+	// PreQueueWindow is how long before a queued sale opens its waiting
+	// room takes requests (default 1h).
+	PreQueueWindow time.Duration
+	// MaxLivePerUser is how many queued requests one user may have waiting
+	// for an event at once (default 1).
+	MaxLivePerUser int
+	// WorkerParallelism is how many requests of a batch a worker serves at
+	// once (default 16).
+	WorkerParallelism int
 }
 
 func (c *Config) setDefaults() {
@@ -60,6 +69,15 @@ func (c *Config) setDefaults() {
 	if c.Currency == "" {
 		c.Currency = "USD"
 	}
+	if c.PreQueueWindow <= 0 {
+		c.PreQueueWindow = time.Hour
+	}
+	if c.MaxLivePerUser <= 0 {
+		c.MaxLivePerUser = 1
+	}
+	if c.WorkerParallelism <= 0 {
+		c.WorkerParallelism = 16
+	}
 }
 
 // Service implements the use cases. Create it with New.
@@ -72,6 +90,12 @@ type Service struct {
 	now      func() time.Time
 	log      *slog.Logger
 	cfg      Config
+
+	// The flash-sale queue; nil queue means queued sales are refused.
+	queue     boxoffice.QueueState
+	reqLog    boxoffice.RequestLog
+	notifier  boxoffice.Notifier
+	estimator *estimator
 
 	// layouts caches each event's expanded seat layout; events are
 	// immutable once created, so entries never go stale.
@@ -89,6 +113,11 @@ type Deps struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
+	// Queue, RequestLog and Notifier run queued sales; without Queue and
+	// RequestLog a queued sale's reserve answers 503.
+	Queue      boxoffice.QueueState
+	RequestLog boxoffice.RequestLog
+	Notifier   boxoffice.Notifier
 }
 
 // New returns a Service.
@@ -100,8 +129,13 @@ func New(d Deps, cfg Config) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Service{store: d.Store, holds: d.Holds, leases: d.Leases, payments: d.Payments,
-		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg}
+	s := &Service{store: d.Store, holds: d.Holds, leases: d.Leases, payments: d.Payments,
+		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier}
+	if d.Queue != nil && d.RequestLog != nil {
+		s.queue, s.reqLog = d.Queue, d.RequestLog
+	}
+	s.estimator = newEstimator(s)
+	return s
 }
 
 // Config returns the effective configuration (defaults applied).

@@ -281,8 +281,13 @@ func (q *Queue) Progress(ctx context.Context, eventID boxoffice.ID) (boxoffice.Q
 	if err == sql.ErrNoRows {
 		return p, nil
 	}
+	// Open puts the drawn requests in the log in the same transaction.
+	p.Released = p.Opened
 	return p, translate(err, "database")
 }
+
+// MarkReleased has nothing to record: see Progress.
+func (q *Queue) MarkReleased(ctx context.Context, eventID boxoffice.ID) error { return nil }
 
 // Append has nothing to do: Admit and Open committed the requests, and
 // Consume reads them from the table.

@@ -1,0 +1,109 @@
+package sale
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// estimator turns an event's queue progress into waits: the drain rate is
+// an exponentially weighted moving average of requests served per second,
+// sampled from the shared counters (so every API process sees the workers
+// of all processes), and a wait is the distance between a position and the
+// served count, divided by that rate. It measures real time whatever clock
+// the service runs on: it is about the machines' pace.
+type estimator struct {
+	s  *Service
+	mu sync.Mutex
+	ev map[boxoffice.ID]*drain
+}
+
+type drain struct {
+	mu      sync.Mutex
+	fetched time.Time // when prog was read
+	prog    boxoffice.QueueProgress
+	at      time.Time // the last rate sample
+	served  int64
+	backlog bool    // requests were waiting at the last sample
+	rate    float64 // requests/s, 0 until measured
+}
+
+const (
+	// progressTTL bounds how often one process reads an event's counters,
+	// however many clients poll.
+	progressTTL = 250 * time.Millisecond
+	// rateSample is the shortest interval a rate is measured over, and
+	// rateTau the EWMA's time constant: about the last 5s count.
+	rateSample = time.Second
+	rateTau    = 5 * time.Second
+)
+
+func newEstimator(s *Service) *estimator {
+	return &estimator{s: s, ev: map[boxoffice.ID]*drain{}}
+}
+
+func (e *estimator) drain(eventID boxoffice.ID) *drain {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.ev[eventID]
+	if d == nil {
+		d = &drain{}
+		e.ev[eventID] = d
+	}
+	return d
+}
+
+// wait returns how many requests are ahead of position and the estimated
+// seconds until its outcome, nil while no rate is known.
+func (e *estimator) wait(ctx context.Context, eventID boxoffice.ID, position int64) (int64, *float64, error) {
+	prog, rate, err := e.sample(ctx, eventID)
+	if err != nil {
+		return 0, nil, err
+	}
+	ahead := max(0, position-1-prog.Served)
+	if rate <= 0 {
+		return ahead, nil, nil
+	}
+	w := math.Round(float64(ahead+1)/rate*10) / 10
+	return ahead, &w, nil
+}
+
+// Rate returns the measured drain rate of an event's queue, requests/s.
+func (s *Service) QueueRate(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, float64, error) {
+	return s.estimator.sample(ctx, eventID)
+}
+
+func (e *estimator) sample(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, float64, error) {
+	d := e.drain(eventID)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	if now.Sub(d.fetched) < progressTTL {
+		return d.prog, d.rate, nil
+	}
+	p, err := e.s.queue.Progress(ctx, eventID)
+	if err != nil {
+		return p, 0, err
+	}
+	d.prog, d.fetched = p, now
+	switch dt := now.Sub(d.at); {
+	case d.at.IsZero():
+		d.at, d.served, d.backlog = now, p.Served, p.Admitted > p.Served
+	case dt >= rateSample:
+		// An empty queue says nothing about the pace: keep the last rate.
+		if d.backlog {
+			inst := float64(p.Served-d.served) / dt.Seconds()
+			if d.rate == 0 {
+				d.rate = inst
+			} else {
+				a := 1 - math.Exp(-dt.Seconds()/rateTau.Seconds())
+				d.rate = a*inst + (1-a)*d.rate
+			}
+		}
+		d.at, d.served, d.backlog = now, p.Served, p.Admitted > p.Served
+	}
+	return p, d.rate, nil
+}

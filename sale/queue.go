@@ -1,0 +1,370 @@
+package sale
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	mrand "math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// QueueTicket is the front door's answer to a reserve for a queued sale
+// (202): where the request is and how long it should wait.
+type QueueTicket struct {
+	RequestID     boxoffice.ID          `json:"request_id"`
+	EventID       boxoffice.ID          `json:"event_id"`
+	Status        boxoffice.QueueStatus `json:"status"`
+	QueuePosition int64                 `json:"queue_position"`
+	// Ahead is how many requests are still before this one.
+	Ahead int64 `json:"ahead"`
+	// EstimatedWaitSeconds is nil while there is no drain rate to go by
+	// (before the first requests are served).
+	EstimatedWaitSeconds *float64  `json:"estimated_wait_seconds"`
+	SaleOpensAt          time.Time `json:"sale_opens_at"`
+	StatusURL            string    `json:"status_url"`
+	EventsURL            string    `json:"events_url"`
+	// Outcome, once there is one.
+	Reason     string       `json:"reason,omitempty"`
+	Message    string       `json:"message,omitempty"`
+	BookingID  boxoffice.ID `json:"booking_id,omitempty"`
+	HeldUntil  *time.Time   `json:"held_until,omitempty"`
+	PaymentURL string       `json:"payment_url,omitempty"`
+	Replayed   bool         `json:"-"`
+}
+
+// QueueURL is the status URL of a queued request.
+func QueueURL(id boxoffice.ID) string { return "/queue/" + id.String() }
+
+// Queued reports whether the event sells through the queue.
+func (s *Service) Queued(ctx context.Context, eventID boxoffice.ID) (bool, error) {
+	l, err := s.Layout(ctx, eventID)
+	if err != nil {
+		return false, err
+	}
+	return l.Event.SaleMode == boxoffice.SaleQueued, nil
+}
+
+// Enqueue is the front door of a queued sale: it validates the request as
+// Reserve does, admits it to the queue state (idempotency, one live entry
+// per user, a position) and appends it to the request log, answering only
+// once the log has it: a ticket is a promise. A retry with the same key
+// gets the same ticket and never a second entry.
+func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequest) (*QueueTicket, error) {
+	if s.queue == nil {
+		return nil, boxoffice.Errorf(boxoffice.EUNAVAILABLE, "this server runs no flash-sale queue")
+	}
+	l, _, hash, err := s.checkReserve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	ev := l.Event
+	if ev.SaleMode != boxoffice.SaleQueued {
+		return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "this event sells directly: its reserve answers 201")
+	}
+	now := s.now()
+	preQueue := now.Before(ev.SaleOpensAt)
+	switch {
+	case !now.Before(ev.StartsAt):
+		return nil, saleClosed(ev, now)
+	case preQueue && now.Before(ev.SaleOpensAt.Add(-s.cfg.PreQueueWindow)):
+		return nil, boxoffice.Errorf(boxoffice.ESALECLOSED, "the waiting room opens at %s",
+			ev.SaleOpensAt.Add(-s.cfg.PreQueueWindow).UTC().Format(time.RFC3339))
+	}
+	r := &boxoffice.QueuedRequest{ID: s.ids.NextID(), EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs,
+		IdempotencyKey: req.IdempotencyKey, RequestHash: hash, EnqueuedAt: now}
+	e, replay, err := s.queue.Admit(ctx, r, s.cfg.MaxLivePerUser, preQueue)
+	if err != nil {
+		return nil, err
+	}
+	// A replay of a request not yet served is appended again: the first
+	// attempt may have died between the state and the log. The worker
+	// takes a request once, however often it is delivered.
+	if !e.Status.Final() {
+		if err := s.reqLog.Append(ctx, e.Request); err != nil {
+			return nil, err
+		}
+	}
+	t, err := s.ticket(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	t.Replayed = replay
+	return t, nil
+}
+
+// QueueStatus returns a queued request as its owner sees it (ENOTFOUND for
+// anyone else but an admin).
+func (s *Service) QueueStatus(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*QueueTicket, error) {
+	if s.queue == nil {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	e, err := s.queue.Entry(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if e.Request.UserID != u.ID && !u.IsAdmin() {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	return s.ticket(ctx, e)
+}
+
+func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTicket, error) {
+	r := e.Request
+	t := &QueueTicket{RequestID: r.ID, EventID: r.EventID, Status: e.Status, QueuePosition: r.Position,
+		StatusURL: QueueURL(r.ID), EventsURL: QueueURL(r.ID) + "/events", Reason: e.Reason, Message: e.Message}
+	if l, err := s.Layout(ctx, r.EventID); err == nil {
+		t.SaleOpensAt = l.Event.SaleOpensAt
+	}
+	switch e.Status {
+	case boxoffice.QueueHeld:
+		held := e.HeldUntil
+		t.BookingID, t.HeldUntil, t.PaymentURL = e.BookingID, &held, PaymentURL(e.BookingID)
+	case boxoffice.QueueQueued:
+		ahead, wait, err := s.estimator.wait(ctx, r.EventID, r.Position)
+		if err != nil {
+			return nil, err
+		}
+		t.Ahead, t.EstimatedWaitSeconds = ahead, wait
+	case boxoffice.QueueWaiting:
+		// Until the draw nobody knows the place; the wait is at least the
+		// time to the opening.
+		w := max(0, t.SaleOpensAt.Sub(s.now()).Seconds())
+		t.EstimatedWaitSeconds = &w
+	}
+	return t, nil
+}
+
+// ServeBatch is the booking worker's handler for a batch of the request
+// log: each request is held and booked, or rejected, and its outcome
+// recorded and announced. Requests already served (a redelivery) are
+// skipped; a request whose outcome could not be decided (the lock store or
+// the database unavailable) fails the batch, which the log then delivers
+// again. Within a batch requests run in parallel, except that a request
+// waits for every earlier one (by position) that wants one of its seats,
+// so the earlier in the queue gets the seat.
+func (s *Service) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
+	batch = slices.Clone(batch)
+	slices.SortStableFunc(batch, func(a, b *boxoffice.QueuedRequest) int {
+		if a.EventID != b.EventID {
+			return cmpID(a.EventID, b.EventID)
+		}
+		return cmpInt(a.Position, b.Position)
+	})
+	type seatKey struct {
+		ev   boxoffice.ID
+		seat string
+	}
+	last := map[seatKey]chan struct{}{} // the latest request so far wanting each seat
+	sem := make(chan struct{}, s.cfg.WorkerParallelism)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		seen     = map[boxoffice.ID]bool{}
+	)
+	for _, r := range batch {
+		if r.Position == 0 || seen[r.ID] {
+			continue // parked in the pre-queue (its drawn copy comes later), or twice in one batch
+		}
+		seen[r.ID] = true
+		var before []chan struct{}
+		done := make(chan struct{})
+		for _, id := range r.SeatIDs {
+			k := seatKey{r.EventID, id}
+			if c := last[k]; c != nil {
+				before = append(before, c)
+			}
+			last[k] = done
+		}
+		wg.Go(func() {
+			defer close(done)
+			for _, c := range before {
+				<-c
+			}
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := s.serve(ctx, r); err != nil {
+				mu.Lock()
+				firstErr = cmpErr(firstErr, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+func cmpID(a, b boxoffice.ID) int { return cmpInt(int64(a), int64(b)) }
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// serve takes one request: nil when it has an outcome (now or before).
+func (s *Service) serve(ctx context.Context, r *boxoffice.QueuedRequest) error {
+	e, err := s.queue.Entry(ctx, r.ID)
+	switch {
+	case err == nil && e.Status.Final():
+		return nil // a redelivery
+	case err == nil && e.Status == boxoffice.QueueWaiting:
+		return nil // not drawn yet; its drawn copy follows in the log
+	case err != nil && !isCode(err, boxoffice.ENOTFOUND):
+		return err
+	}
+	// ENOTFOUND: the state lost it (a Redis restart without persistence);
+	// the record carries all the worker needs, and the booking decides.
+	u := boxoffice.User{ID: r.UserID}
+	req := ReserveRequest{EventID: r.EventID, SeatIDs: r.SeatIDs, IdempotencyKey: r.IdempotencyKey}
+	var res *ReserveResult
+	for attempt := 0; ; attempt++ {
+		res, err = s.reserveQueued(ctx, u, r, req)
+		// EIDEMINFLIGHT: another worker has the same request (a rebalance
+		// mid-batch); wait for it a little, then leave it to redelivery.
+		if !isCode(err, boxoffice.EIDEMINFLIGHT) || attempt == 5 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		}
+	}
+	o := boxoffice.QueueOutcome{FinishedAt: s.now()}
+	switch {
+	case err == nil:
+		o.Status, o.BookingID, o.HeldUntil = boxoffice.QueueHeld, res.BookingID, res.HeldUntil
+	case retryable(err):
+		return err
+	default:
+		o.Status, o.Reason, o.Message = boxoffice.QueueRejected, boxoffice.ErrorCode(err), boxoffice.ErrorMessage(err)
+	}
+	first, err := s.queue.Finish(ctx, r.ID, o)
+	if err != nil {
+		return err
+	}
+	if first && s.notifier != nil {
+		// Best effort: the stream also polls the state.
+		if err := s.notifier.Notify(ctx, boxoffice.QueueNotice{RequestID: r.ID, EventID: r.EventID, UserID: r.UserID, Status: o.Status}); err != nil {
+			s.log.Warn("queue notice", "request", r.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) reserveQueued(ctx context.Context, u boxoffice.User, r *boxoffice.QueuedRequest, req ReserveRequest) (*ReserveResult, error) {
+	l, seats, hash, err := s.checkReserve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if hash != r.RequestHash {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "the queued request does not match its fingerprint")
+	}
+	if now := s.now(); !now.Before(l.Event.StartsAt) {
+		return nil, saleClosed(l.Event, now)
+	}
+	return s.reserve(ctx, u, l.Event, seats, req, hash, r.ID)
+}
+
+// retryable errors leave a request for another delivery instead of
+// rejecting it: the outcome was not decided.
+func retryable(err error) bool {
+	switch boxoffice.ErrorCode(err) {
+	case boxoffice.EUNAVAILABLE, boxoffice.EIDEMINFLIGHT, boxoffice.EINTERNAL:
+		return true
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// RunWorker drains the request log until ctx ends.
+func (s *Service) RunWorker(ctx context.Context) error {
+	if s.queue == nil {
+		return boxoffice.Errorf(boxoffice.EUNAVAILABLE, "this server runs no flash-sale queue")
+	}
+	return s.reqLog.Consume(ctx, s.ServeBatch)
+}
+
+// OpenQueue draws the pre-queue of an event whose sale has opened and puts
+// the drawn requests in the log. Safe to call any number of times and from
+// several processes: the draw happens once, under a lease, and a release
+// cut short by a crash is finished by the next call.
+func (s *Service) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
+	p, err := s.queue.Progress(ctx, eventID)
+	if err != nil || (p.Opened && p.Released) || (!p.Opened && p.Waiting == 0) {
+		return err
+	}
+	release, err := s.leases.TryLease(ctx, "queue-open:"+eventID.String(), time.Minute)
+	if isCode(err, boxoffice.EIDEMINFLIGHT) {
+		return nil // another process is at it
+	}
+	if err != nil {
+		return err
+	}
+	defer release()
+	drawn, err := s.queue.Open(ctx, eventID, cryptoShuffle)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(drawn); i += 1000 {
+		if err := s.reqLog.Append(ctx, drawn[i:min(i+1000, len(drawn))]...); err != nil {
+			return err
+		}
+	}
+	if err := s.queue.MarkReleased(ctx, eventID); err != nil {
+		return err
+	}
+	s.log.Info("pre-queue drawn", "event", eventID, "requests", len(drawn))
+	return nil
+}
+
+// cryptoShuffle is a Fisher-Yates shuffle seeded from crypto/rand: the draw
+// must not be predictable from the outside.
+func cryptoShuffle(n int, swap func(i, j int)) {
+	var seed [32]byte
+	_, _ = rand.Read(seed[:])
+	r := mrand.New(mrand.NewChaCha8(seed))
+	r.Shuffle(n, swap)
+}
+
+// RunOpener opens the pre-queues of queued events as their sales open,
+// checking every interval, until ctx ends.
+func (s *Service) RunOpener(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		events, err := s.store.Events(ctx, boxoffice.EventFilter{Limit: 200})
+		if err != nil {
+			continue
+		}
+		now := s.now()
+		for _, ev := range events {
+			if ev.SaleMode != boxoffice.SaleQueued || now.Before(ev.SaleOpensAt) || !now.Before(ev.StartsAt) {
+				continue
+			}
+			if err := s.OpenQueue(ctx, ev.ID); err != nil && ctx.Err() == nil {
+				s.log.Warn("open pre-queue", "event", ev.ID, "err", err)
+			}
+		}
+	}
+}
