@@ -19,9 +19,11 @@ func TestEmbedded(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { store.Close() })
+		q := store.Queue()
+		q.PollInterval = 10 * time.Millisecond
 		return NewStack(t, Parts{
 			Store: store, Holds: inmem.NewHolds(clock.Now), Leases: inmem.NewLeases(clock.Now),
-			Now: clock.Now, Advance: clock.Advance,
+			Now: clock.Now, Advance: clock.Advance, Queue: q, Log: q,
 		})
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/auth"
 	"github.com/boxoffice/boxoffice/httpapi"
+	"github.com/boxoffice/boxoffice/inmem"
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
 	"github.com/boxoffice/boxoffice/snowflake"
@@ -66,6 +67,14 @@ type Parts struct {
 	SeatmapTTL   time.Duration
 	// Shared, when set, is the seat map's cache across nodes.
 	Shared seatmap.Shared
+	// Queue, Log and Notifier run queued sales; nil Queue skips the queue
+	// tests.
+	Queue    boxoffice.QueueState
+	Log      boxoffice.RequestLog
+	Notifier boxoffice.Notifier
+	// QueueStorm is the number of requests of the queue storm test
+	// (default 10,500).
+	QueueStorm int
 }
 
 // Stack is a running service and what tests need to drive and audit it.
@@ -82,6 +91,9 @@ type Stack struct {
 	PendingGrace time.Duration
 	SeatmapTTL   time.Duration
 	Now          func() time.Time
+	Queue        boxoffice.QueueState
+	Log          boxoffice.RequestLog
+	QueueStorm   int
 }
 
 // Secret signs the stacks' tokens.
@@ -116,16 +128,53 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	pay.SlowDelay = 50 * time.Millisecond
 	// Errors go to stderr, not t.Log: background rebuilds may outlive a test.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	svc := sale.New(sale.Deps{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Payments: pay, IDs: ids, Now: now, Log: log},
+	if p.Notifier == nil {
+		p.Notifier = inmem.NewNotifier()
+	}
+	if p.QueueStorm == 0 {
+		p.QueueStorm = 10_500
+	}
+	svc := sale.New(sale.Deps{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Payments: pay, IDs: ids, Now: now, Log: log,
+		Queue: p.Queue, RequestLog: p.Log, Notifier: p.Notifier},
 		sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second})
 	seats := seatmap.New(svc, p.Store, p.Holds, p.SeatmapTTL, now)
 	if p.Shared != nil {
 		seats.Share(p.Shared, p.Leases)
 	}
-	srv := httptest.NewServer(httpapi.New(svc, seats, a, log))
-	t.Cleanup(srv.Close)
-	return &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: seats, Auth: a,
-		Advance: p.Advance, HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, SeatmapTTL: p.SeatmapTTL, Now: now}
+	api := httpapi.New(svc, seats, a, log)
+	srv := httptest.NewServer(api)
+	st := &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: seats, Auth: a,
+		Advance: p.Advance, HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, SeatmapTTL: p.SeatmapTTL, Now: now,
+		Queue: p.Queue, Log: p.Log, QueueStorm: p.QueueStorm}
+	// The background parts of a process: the notices into the streams and,
+	// with a queue, the opener of pre-queues. Workers start on demand.
+	bg, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = api.Listen(bg, p.Notifier) })
+	if p.Queue != nil {
+		wg.Go(func() { svc.RunOpener(bg, 20*time.Millisecond) })
+	}
+	t.Cleanup(func() { stop(); srv.Close(); wg.Wait() })
+	return st
+}
+
+// StartWorkers starts n booking workers draining the request log, stopped
+// by the returned func or at the end of the test.
+func (s *Stack) StartWorkers(t testing.TB, n int) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if err := s.Service.RunWorker(ctx); err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		})
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 // Token returns a bearer token for sub with role.

@@ -44,6 +44,12 @@ func Run(t *testing.T, newStack func(t *testing.T) *Stack) {
 		{"SeatMapCaching", testSeatMapCaching},
 		{"RandomizedStormAudit", testRandomizedStorm},
 		{"ReconcilerExpiresPendingBookings", testReconciler},
+		{"QueuedReserve", testQueuedReserve},
+		{"QueueStorm", testQueueStorm},
+		{"PreQueueDraw", testPreQueueDraw},
+		{"QueueDuplicateDelivery", testDuplicateDelivery},
+		{"QueueWaitEstimate", testWaitEstimate},
+		{"QueueStream", testQueueStream},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,469 @@
+package apitest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// The flash-sale queue, over HTTP: 202 tickets, outcomes, the storm, the
+// pre-queue draw, redelivery, estimates and the live stream.
+
+type queueTicket struct {
+	RequestID     string   `json:"request_id"`
+	EventID       string   `json:"event_id"`
+	Status        string   `json:"status"`
+	QueuePosition int64    `json:"queue_position"`
+	Ahead         int64    `json:"ahead"`
+	Wait          *float64 `json:"estimated_wait_seconds"`
+	StatusURL     string   `json:"status_url"`
+	EventsURL     string   `json:"events_url"`
+	Reason        string   `json:"reason"`
+	BookingID     string   `json:"booking_id"`
+	PaymentURL    string   `json:"payment_url"`
+}
+
+func needQueue(t *testing.T, s *Stack) {
+	if s.Queue == nil {
+		t.Skip("this stack runs no queue")
+	}
+}
+
+func (s *Stack) queuedEvent(t testing.TB, opensIn time.Duration, secs ...section) string {
+	body := eventBody(s, secs...)
+	body["sale_mode"] = "queued"
+	body["sale_opens_at"] = s.Now().UTC().Add(opensIn).Format(time.RFC3339Nano)
+	return s.newEvent(t, body)
+}
+
+func (c *client) enqueue(eventID, key string, seats ...string) (queueTicket, response) {
+	c.t.Helper()
+	r := c.reserve(eventID, key, seats...)
+	var q queueTicket
+	if r.Status == http.StatusAccepted {
+		r.decode(c.t, &q)
+	}
+	return q, r
+}
+
+func (c *client) queueStatus(id string) queueTicket {
+	c.t.Helper()
+	r := c.do("GET", "/queue/"+id, nil)
+	if r.Status != http.StatusOK {
+		c.t.Fatalf("GET /queue/%s: %d %s", id, r.Status, r.Body)
+	}
+	var q queueTicket
+	r.decode(c.t, &q)
+	return q
+}
+
+// awaitOutcome polls until the request has an outcome.
+func (c *client) awaitOutcome(id string) queueTicket {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		q := c.queueStatus(id)
+		if q.Status == "held" || q.Status == "rejected" {
+			return q
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("request %s still %s after 60s", id, q.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func testQueuedReserve(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	ev := s.queuedEvent(t, -time.Minute)
+	fan := s.client(t, "fan", "")
+	q, r := fan.enqueue(ev, "q-1", "A-A-1", "A-A-2")
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("queued reserve: %d %s, want 202", r.Status, r.Body)
+	}
+	if q.RequestID == "" || q.QueuePosition != 1 || q.Status != "queued" || q.StatusURL != "/queue/"+q.RequestID ||
+		r.Header.Get("Location") != q.StatusURL || q.EventsURL == "" {
+		t.Fatalf("ticket %+v (Location %q)", q, r.Header.Get("Location"))
+	}
+	// A retry is the same ticket; another request of the same user waits
+	// for the first to be served.
+	again, r2 := fan.enqueue(ev, "q-1", "A-A-2", "A-A-1")
+	if r2.Status != http.StatusAccepted || again.RequestID != q.RequestID || again.QueuePosition != 1 || r2.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry: %d %+v", r2.Status, again)
+	}
+	if _, r3 := fan.enqueue(ev, "q-2", "B-A-1"); r3.Status != http.StatusConflict || r3.problem(t).Code != boxoffice.ECONFLICT {
+		t.Fatalf("a second live request: %d %s, want 409", r3.Status, r3.Body)
+	}
+	if _, r4 := fan.enqueue(ev, "q-1", "B-A-1"); r4.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("same key, other seats: %d %s, want 422", r4.Status, r4.Body)
+	}
+	// Nobody else sees it.
+	if r := s.client(t, "other", "").do("GET", "/queue/"+q.RequestID, nil); r.Status != http.StatusNotFound {
+		t.Errorf("another user's request: %d, want 404", r.Status)
+	}
+	if r := s.anonymous(t).do("GET", "/queue/"+q.RequestID, nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("anonymous: %d, want 401", r.Status)
+	}
+
+	s.StartWorkers(t, 1)
+	out := fan.awaitOutcome(q.RequestID)
+	if out.Status != "held" || out.BookingID != q.RequestID || out.PaymentURL == "" {
+		t.Fatalf("outcome %+v, want held with booking %s", out, q.RequestID)
+	}
+	var b bookingView
+	fan.do("GET", "/bookings/"+out.BookingID, nil).decode(t, &b)
+	if b.Status != "pending" || len(b.SeatIDs) != 2 {
+		t.Fatalf("booking %+v", b)
+	}
+	if r := fan.confirm(out.BookingID, "tok_visa", "pay"); r.Status != http.StatusOK {
+		t.Fatalf("confirm: %d %s", r.Status, r.Body)
+	}
+	if st := s.statuses(t, ev); st["A-A-1"] != "sold" || st["A-A-2"] != "sold" {
+		t.Errorf("after confirm: %s %s", st["A-A-1"], st["A-A-2"])
+	}
+	// Served: the user may queue again; a taken seat is a rejection.
+	q2, r5 := fan.enqueue(ev, "q-3", "A-A-1")
+	if r5.Status != http.StatusAccepted {
+		t.Fatalf("after the outcome: %d %s", r5.Status, r5.Body)
+	}
+	if out := fan.awaitOutcome(q2.RequestID); out.Status != "rejected" || out.Reason != boxoffice.ESEATTAKEN {
+		t.Errorf("a sold seat: %+v, want rejected seat_taken", out)
+	}
+	// Direct reserve refuses a queued event and vice versa the queue a
+	// direct one: each answers its own way.
+	direct := s.newEvent(t, nil)
+	if r := fan.reserve(direct, "d-1", "A-A-1"); r.Status != http.StatusCreated {
+		t.Errorf("direct event: %d", r.Status)
+	}
+}
+
+// Thousands of users, ten thousand requests, a few hundred seats.
+func testQueueStorm(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	ev := s.queuedEvent(t, -time.Minute, section{"A", "gold", 10000, 10, 20}, section{"B", "silver", 5000, 10, 20})
+	var seats []string
+	for _, sec := range []string{"A", "B"} {
+		for row := 1; row <= 10; row++ {
+			for n := 1; n <= 20; n++ {
+				seats = append(seats, boxoffice.SeatID(sec, boxoffice.RowLabel(row), n))
+			}
+		}
+	}
+	// Each user sends three requests, each after the previous one's
+	// outcome (one live request per user), so all of them are queued.
+	n := s.QueueStorm
+	const tries = 3
+	users := max(n/tries, 1)
+	type sent struct {
+		user  string
+		seats []string
+		tk    queueTicket
+	}
+	var (
+		mu       sync.Mutex
+		accepted []sent
+		refused  int
+	)
+	s.StartWorkers(t, 2) // draining while the storm arrives
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 256)
+	for u := range users {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			rng := rand.New(rand.NewPCG(uint64(u), 7))
+			user := fmt.Sprintf("storm-%d", u)
+			c := &client{t: t, base: s.URL, token: s.Token(t, user, ""), hc: sharedHTTP}
+			for try := range tries {
+				// Adjacent seats, as people ask for them.
+				want := []string{}
+				start := rng.IntN(len(seats) - 4)
+				for k := range 1 + rng.IntN(4) {
+					want = append(want, seats[start+k])
+				}
+				q, r := c.enqueue(ev, fmt.Sprintf("storm-%d-%d", u, try), want...)
+				if r.Status != http.StatusAccepted {
+					mu.Lock()
+					refused++
+					mu.Unlock()
+					t.Errorf("storm request: %d %s", r.Status, r.Body)
+					return
+				}
+				mu.Lock()
+				accepted = append(accepted, sent{user, want, q})
+				mu.Unlock()
+				c.awaitOutcome(q.RequestID)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d users: %d requests queued, %d refused", users, len(accepted), refused)
+
+	positions := make([]int64, 0, len(accepted))
+	owner := map[string]string{}
+	held := 0
+	for _, a := range accepted {
+		positions = append(positions, a.tk.QueuePosition)
+		c := &client{t: t, base: s.URL, token: s.Token(t, a.user, ""), hc: sharedHTTP}
+		out := c.awaitOutcome(a.tk.RequestID)
+		switch out.Status {
+		case "held":
+			held++
+			for _, seat := range a.seats {
+				if prev, dup := owner[seat]; dup {
+					t.Fatalf("seat %s held by requests %s and %s", seat, prev, a.tk.RequestID)
+				}
+				owner[seat] = a.tk.RequestID
+			}
+			b, err := s.Store.Booking(ctx, parseID(t, out.BookingID))
+			if err != nil || b.ID != parseID(t, a.tk.RequestID) || !slices.Equal(b.SeatIDs, a.seats) || b.UserID != a.user {
+				t.Fatalf("booking of held request %s: %+v, %v", a.tk.RequestID, b, err)
+			}
+		case "rejected":
+			if out.Reason != boxoffice.ESEATTAKEN && out.Reason != boxoffice.ELIMIT {
+				t.Errorf("rejected for %q", out.Reason)
+			}
+		}
+	}
+	slices.Sort(positions)
+	for i, p := range positions {
+		if p != int64(i+1) {
+			t.Fatalf("positions are not a permutation of 1..%d: sorted[%d] = %d", len(positions), i, p)
+		}
+	}
+	if len(owner) > len(seats) {
+		t.Fatalf("%d seats held of %d", len(owner), len(seats))
+	}
+	p, err := s.Queue.Progress(ctx, parseID(t, ev))
+	if err != nil || p.Served != int64(len(accepted)) || p.Admitted != int64(len(accepted)) {
+		t.Errorf("progress %+v (%v), want %d admitted and served", p, err, len(accepted))
+	}
+	t.Logf("%d held requests, %d seats held of %d", held, len(owner), len(seats))
+	if held == 0 || refused > 0 {
+		t.Errorf("%d held, %d refused", held, refused)
+	}
+}
+
+// Requests before the opening wait in the pre-queue; at opening they are
+// drawn in random order, and later arrivals queue after them.
+func testPreQueueDraw(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	opensIn := 2 * time.Second
+	ev := s.queuedEvent(t, opensIn)
+	s.StartWorkers(t, 1)
+	const early = 40
+	ids := make([]string, early)
+	for i := range early {
+		c := s.client(t, fmt.Sprint("early-", i), "")
+		q, r := c.enqueue(ev, "pre", boxoffice.SeatID("A", "A", 1+i%10))
+		if r.Status != http.StatusAccepted || q.Status != "waiting" || q.QueuePosition != 0 || q.Wait == nil {
+			t.Fatalf("before opening: %d %+v", r.Status, q)
+		}
+		ids[i] = q.RequestID
+	}
+	s.Advance(opensIn + 100*time.Millisecond)
+	var got []int64
+	for i, id := range ids {
+		out := s.client(t, fmt.Sprint("early-", i), "").awaitOutcome(id)
+		got = append(got, out.QueuePosition)
+	}
+	sorted := slices.Clone(got)
+	slices.Sort(sorted)
+	for i, p := range sorted {
+		if p != int64(i+1) {
+			t.Fatalf("drawn positions %v are not 1..%d", got, early)
+		}
+	}
+	if slices.Equal(got, sorted) {
+		t.Error("the draw kept arrival order")
+	}
+	late, r := s.client(t, "late", "").enqueue(ev, "late", "B-A-1")
+	if r.Status != http.StatusAccepted || late.QueuePosition != early+1 {
+		t.Errorf("after the draw: %d at %d, want %d", r.Status, late.QueuePosition, early+1)
+	}
+	// Ten seats, forty requests for them: exactly ten held.
+	held := 0
+	for i, id := range ids {
+		if s.client(t, fmt.Sprint("early-", i), "").queueStatus(id).Status == "held" {
+			held++
+		}
+	}
+	if held != 10 {
+		t.Errorf("%d held of 10 seats", held)
+	}
+}
+
+// The same request delivered twice, also at once, makes one booking.
+func testDuplicateDelivery(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	ev := s.queuedEvent(t, -time.Minute)
+	fan := s.client(t, "fan", "")
+	q, _ := fan.enqueue(ev, "dup", "A-A-3")
+	e, err := s.Queue.Entry(ctx, parseID(t, q.RequestID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				err := s.Service.ServeBatch(ctx, []*boxoffice.QueuedRequest{e.Request, e.Request})
+				if err == nil {
+					return
+				}
+				if boxoffice.ErrorCode(err) != boxoffice.EIDEMINFLIGHT {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.Service.ServeBatch(ctx, []*boxoffice.QueuedRequest{e.Request}); err != nil {
+		t.Fatal(err)
+	}
+	out := fan.queueStatus(q.RequestID)
+	if out.Status != "held" {
+		t.Fatalf("outcome %+v", out)
+	}
+	if p, _ := s.Queue.Progress(ctx, parseID(t, ev)); p.Served != 1 {
+		t.Errorf("served %d, want 1", p.Served)
+	}
+	// The seat is this booking's and only its.
+	b, err := s.Store.Booking(ctx, parseID(t, out.BookingID))
+	if err != nil || b.Status != boxoffice.BookingPending {
+		t.Fatalf("booking %+v, %v", b, err)
+	}
+	if r := s.client(t, "other", "").reserve(s.newEvent(t, nil), "x", "A-A-3"); r.Status != http.StatusCreated {
+		t.Errorf("another event's seat: %d", r.Status)
+	}
+	if err := s.Holds.Verify(ctx, parseID(t, ev), []string{"A-A-3"}, b.ID, b.Fence); err != nil {
+		t.Errorf("the booking's hold: %v", err)
+	}
+}
+
+// A steady drain: the estimate given early matches the wait observed.
+func testWaitEstimate(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	ev := s.queuedEvent(t, -time.Minute, section{"A", "gold", 100, 20, 25})
+	const n = 300
+	const rate = 60 // requests per second
+	var tickets []queueTicket
+	var clients []*client
+	for i := range n {
+		c := s.client(t, fmt.Sprint("steady-", i), "")
+		q, r := c.enqueue(ev, "k", boxoffice.SeatID("A", boxoffice.RowLabel(1+i/25), 1+i%25))
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		tickets, clients = append(tickets, q), append(clients, c)
+	}
+	// A worker held to a steady pace, one request at a time.
+	wctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second / rate)
+		defer tick.Stop()
+		_ = s.Log.Consume(wctx, func(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
+			for _, r := range batch {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-tick.C:
+				}
+				if err := s.Service.ServeBatch(ctx, []*boxoffice.QueuedRequest{r}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	// Let the rate settle, then ask the last in line.
+	time.Sleep(1500 * time.Millisecond)
+	var est queueTicket
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		est = clients[n-1].queueStatus(tickets[n-1].RequestID)
+		if est.Wait != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if est.Wait == nil {
+		t.Fatal("no estimate after 5s of steady drain")
+	}
+	asked := time.Now()
+	clients[n-1].awaitOutcome(tickets[n-1].RequestID)
+	actual := time.Since(asked).Seconds()
+	predicted := *est.Wait
+	t.Logf("last in line, %d ahead: predicted %.1fs, actual %.1fs", est.Ahead, predicted, actual)
+	// Tolerance: 30% of the actual wait plus a second for the polling.
+	if math.Abs(predicted-actual) > 0.3*actual+1 {
+		t.Errorf("predicted %.1fs, actual %.1fs: outside 30%% + 1s", predicted, actual)
+	}
+}
+
+// The stream sends the position, then the outcome, and ends.
+func testQueueStream(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	ev := s.queuedEvent(t, -time.Minute)
+	fan := s.client(t, "fan", "")
+	q, _ := fan.enqueue(ev, "sse", "A-A-5")
+	req, _ := http.NewRequest("GET", s.URL+q.EventsURL+"?access_token="+fan.token, nil)
+	req.Header.Set("Last-Event-ID", "41")
+	resp, err := sharedHTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	events := make(chan queueTicket, 10)
+	ids := make(chan string, 10)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line := sc.Text()
+			if v, ok := strings.CutPrefix(line, "id: "); ok {
+				ids <- v
+			}
+			if v, ok := strings.CutPrefix(line, "data: "); ok {
+				var tk queueTicket
+				if json.Unmarshal([]byte(v), &tk) == nil {
+					events <- tk
+				}
+			}
+		}
+	}()
+	first := <-events
+	if first.Status != "queued" || first.QueuePosition != 1 || <-ids != "42" {
+		t.Fatalf("first event %+v", first)
+	}
+	s.StartWorkers(t, 1)
+	var last queueTicket
+	for tk := range events {
+		last = tk
+	}
+	if last.Status != "held" || last.BookingID != q.RequestID {
+		t.Fatalf("last event %+v, want held", last)
+	}
+	// A stream for someone else's request is refused before it starts.
+	r := s.client(t, "other", "").do("GET", q.EventsURL, nil)
+	if r.Status != http.StatusNotFound || r.problem(t).Code != boxoffice.ENOTFOUND {
+		t.Errorf("another user's stream: %d", r.Status)
+	}
+}
