@@ -3,6 +3,7 @@ package sale
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 )
@@ -33,8 +34,16 @@ func (s *Service) replay(ctx context.Context, userID, key, hash string, out any)
 // lease takes the in-flight lease for (user, key): a concurrent retry of
 // the same request gets EIDEMINFLIGHT instead of doing the work twice.
 func (s *Service) lease(ctx context.Context, scope, userID, key string) (func(), error) {
-	return s.leases.TryLease(ctx, scope+"\x00"+userID+"\x00"+key, s.cfg.PaymentTimeout+s.cfg.HoldTTL/10)
+	return s.leases.TryLease(ctx, leaseKey(scope, userID, key), s.leaseTTL())
 }
+
+func leaseKey(scope, userID, key string) string { return scope + "\x00" + userID + "\x00" + key }
+
+// leaseTTL outlasts the slowest request: a payment's timeout and more.
+func (s *Service) leaseTTL() time.Duration { return s.cfg.PaymentTimeout + s.cfg.HoldTTL/10 }
+
+// queuedLease is the in-flight lease of a queued request's worker.
+const queuedLease = 10 * time.Second
 
 func (s *Service) record(userID, key, hash string, status int, v any) (*boxoffice.IdempotencyRecord, error) {
 	body, err := json.Marshal(v)
