@@ -2,6 +2,7 @@ package boxoffice
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -14,6 +15,7 @@ type Store interface {
 	EventStore
 	BookingStore
 	IdempotencyStore
+	OutboxStore
 	// Ping reports whether the database is reachable.
 	Ping(ctx context.Context) error
 	Close() error
@@ -87,6 +89,13 @@ type Payment struct {
 }
 
 // BookingStore keeps bookings, tickets and payments.
+//
+// Every change of a booking's status writes one event to the outbox, in
+// the same transaction: CreateBooking booking.held, ConfirmBooking
+// booking.confirmed (not when it returns a booking confirmed before),
+// ReleaseBooking booking.released or booking.expired (after to),
+// ExpireBookings booking.expired for each booking. A call that fails
+// writes no event.
 type BookingStore interface {
 	// CreateBooking writes a pending booking (see NewBooking for the limit
 	// and idempotency rules). Errors: ELIMIT, EIDEMINFLIGHT, ENOTFOUND for
@@ -183,9 +192,66 @@ type OutboxEvent struct {
 // OutboxStore is the read side of the outbox, for the relay.
 type OutboxStore interface {
 	// PendingOutbox returns up to limit unpublished events in Seq order.
+	// One booking's events are in the order of its changes.
 	PendingOutbox(ctx context.Context, limit int) ([]OutboxEvent, error)
 	// MarkPublished records that the events with these Seqs were published.
+	// Marking an event again keeps its first time; unknown Seqs are
+	// ignored.
 	MarkPublished(ctx context.Context, seqs []int64, now time.Time) error
 	// PurgeOutbox deletes events published before cutoff.
 	PurgeOutbox(ctx context.Context, cutoff time.Time) (int, error)
+}
+
+// BookingEvent is the JSON payload of an outbox event, the same bytes on
+// every store (docs/events.md describes the format for consumers).
+type BookingEvent struct {
+	// ID and Type repeat OutboxEvent.ID and Topic, so that a consumer that
+	// sees only the payload can de-duplicate and dispatch.
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	// OccurredAt is when the booking changed, as the store recorded it.
+	OccurredAt time.Time       `json:"occurred_at"`
+	Booking    BookingSnapshot `json:"booking"`
+}
+
+// BookingSnapshot is a booking as its events report it: the booking after
+// the change, without its tickets or payment.
+type BookingSnapshot struct {
+	BookingID   ID            `json:"booking_id"`
+	EventID     ID            `json:"event_id"`
+	UserID      string        `json:"user_id"`
+	SeatIDs     []string      `json:"seat_ids"`
+	Status      BookingStatus `json:"status"`
+	AmountCents int64         `json:"amount_cents"`
+	HeldUntil   time.Time     `json:"held_until"`
+}
+
+// NewBookingEvent returns the outbox event that reports b entering the
+// state of topic at at: b is the booking as the store has just written it
+// and at the time of the change (its CreatedAt for booking.held, else its
+// new UpdatedAt), both as stored (millisecond precision). Seq is left for
+// the store to assign; CreatedAt is at. Stores call it inside the
+// transaction that makes the change; the error is only ever a time JSON
+// cannot hold (a year past 9999).
+func NewBookingEvent(topic string, b *Booking, at time.Time) (OutboxEvent, error) {
+	id := topic + ":" + b.ID.String()
+	at = at.UTC()
+	payload, err := json.Marshal(BookingEvent{
+		ID:         id,
+		Type:       topic,
+		OccurredAt: at,
+		Booking: BookingSnapshot{
+			BookingID:   b.ID,
+			EventID:     b.EventID,
+			UserID:      b.UserID,
+			SeatIDs:     b.SeatIDs,
+			Status:      b.Status,
+			AmountCents: b.AmountCents,
+			HeldUntil:   b.HeldUntil.UTC(),
+		},
+	})
+	if err != nil {
+		return OutboxEvent{}, &Error{Code: EINTERNAL, Message: "internal error", Err: err}
+	}
+	return OutboxEvent{ID: id, Topic: topic, Key: b.ID.String(), Payload: payload, CreatedAt: at}, nil
 }

@@ -117,6 +117,13 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 			SELECT $1, u.ord - 1, $2, u.seat_id
 			FROM unnest($3::text[]) WITH ORDINALITY AS u(seat_id, ord)`,
 			int64(b.ID), eventID, b.SeatIDs)
+		// The event reports the booking as written: pending, its times at
+		// millisecond precision.
+		held := *b
+		held.Status, held.HeldUntil = boxoffice.BookingPending, ts(b.HeldUntil)
+		if err := queueEvent(writes, boxoffice.TopicBookingHeld, &held, now); err != nil {
+			return err
+		}
 		wr := tx.SendBatch(ctx, writes)
 		defer wr.Close()
 
@@ -140,6 +147,9 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 				return boxoffice.Errorf(boxoffice.EINVALID, "a booking lists a seat twice")
 			}
 			return err
+		}
+		if _, err := wr.Exec(); err != nil { // the event
+			return eventErr(err)
 		}
 		return wr.Close()
 	})
@@ -279,6 +289,13 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			SET status = 'confirmed', confirmation_code = $2, payment_auth_id = $3, updated_at = $4
 			WHERE id = $1`,
 			int64(b.ID), c.Code, c.Payment.AuthID, now)
+		// b becomes the booking as written; it is returned only if all of
+		// this commits.
+		b.Status = boxoffice.BookingConfirmed
+		b.ConfirmationCode, b.PaymentAuthID, b.UpdatedAt = c.Code, c.Payment.AuthID, now
+		if err := queueEvent(batch, boxoffice.TopicBookingConfirmed, b, now); err != nil {
+			return err
+		}
 		if c.Idempotency != nil {
 			queueIdempotency(batch, c.Idempotency)
 		}
@@ -311,6 +328,9 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		if _, err := br.Exec(); err != nil { // the booking's new state
 			return err
 		}
+		if _, err := br.Exec(); err != nil { // the event
+			return eventErr(err)
+		}
 		if c.Idempotency != nil {
 			if _, err := br.Exec(); err != nil {
 				if pgCode(err) == codeUniqueViolation {
@@ -323,8 +343,6 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			return err
 		}
 
-		b.Status = boxoffice.BookingConfirmed
-		b.ConfirmationCode, b.PaymentAuthID, b.UpdatedAt = c.Code, c.Payment.AuthID, now
 		// Written in seat id order (the lock order), returned in the
 		// booking's seat order, as Booking reads them.
 		slices.SortFunc(tickets, func(x, y boxoffice.Ticket) int {
@@ -387,8 +405,21 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %s is %s", id, b.Status)
 		}
 		b.Status, b.UpdatedAt = to, ts(now)
-		if _, err := tx.Exec(ctx, `UPDATE bookings SET status = $2, updated_at = $3 WHERE id = $1`,
-			int64(id), string(to), b.UpdatedAt); err != nil {
+		batch := &pgx.Batch{}
+		batch.Queue(`UPDATE bookings SET status = $2, updated_at = $3 WHERE id = $1`,
+			int64(id), string(to), b.UpdatedAt)
+		if err := queueEvent(batch, releaseTopic(to), b, b.UpdatedAt); err != nil {
+			return err
+		}
+		br := tx.SendBatch(ctx, batch)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil { // the event
+			return eventErr(err)
+		}
+		if err := br.Close(); err != nil {
 			return err
 		}
 		out = b
@@ -398,6 +429,14 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		return nil, err
 	}
 	return out, nil
+}
+
+// releaseTopic is the event of a booking released to status to.
+func releaseTopic(to boxoffice.BookingStatus) string {
+	if to == boxoffice.BookingExpired {
+		return boxoffice.TopicBookingExpired
+	}
+	return boxoffice.TopicBookingReleased
 }
 
 // ExpireBookings moves up to limit pending bookings whose hold ran out at
@@ -423,17 +462,34 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 			return err
 		}
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*boxoffice.Booking, error) { return scanBooking(row) })
-		return err
+		if err != nil || len(out) == 0 {
+			return err
+		}
+		// RETURNING gives no order; the events follow the sweep's.
+		slices.SortFunc(out, func(x, y *boxoffice.Booking) int {
+			if c := x.HeldUntil.Compare(y.HeldUntil); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.ID, y.ID)
+		})
+		events := &pgx.Batch{}
+		for _, b := range out {
+			if err := queueEvent(events, boxoffice.TopicBookingExpired, b, b.UpdatedAt); err != nil {
+				return err
+			}
+		}
+		br := tx.SendBatch(ctx, events)
+		defer br.Close()
+		for range out {
+			if _, err := br.Exec(); err != nil {
+				return eventErr(err)
+			}
+		}
+		return br.Close()
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(x, y *boxoffice.Booking) int {
-		if c := x.HeldUntil.Compare(y.HeldUntil); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.ID, y.ID)
-	})
 	return out, nil
 }
 

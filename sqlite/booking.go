@@ -102,7 +102,11 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 				return err
 			}
 		}
-		return nil
+		// The event reports the booking as stored: pending, its times
+		// truncated to the millisecond.
+		held := *b
+		held.Status, held.HeldUntil = boxoffice.BookingPending, fromMillis(millis(b.HeldUntil))
+		return writeEvent(ctx, tx, boxoffice.TopicBookingHeld, &held, fromMillis(millis(b.CreatedAt)))
 	})
 }
 
@@ -242,8 +246,10 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 				return err
 			}
 		}
-		out, err = loadBooking(ctx, tx, b.ID)
-		return err
+		if out, err = loadBooking(ctx, tx, b.ID); err != nil {
+			return err
+		}
+		return writeEvent(ctx, tx, boxoffice.TopicBookingConfirmed, out, out.UpdatedAt)
 	})
 	if err != nil {
 		return nil, err
@@ -323,12 +329,20 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		if n == 0 {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d is %s", id, out.Status)
 		}
-		return nil
+		return writeEvent(ctx, tx, releaseTopic(to), out, out.UpdatedAt)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// releaseTopic is the event of a booking released to status to.
+func releaseTopic(to boxoffice.BookingStatus) string {
+	if to == boxoffice.BookingExpired {
+		return boxoffice.TopicBookingExpired
+	}
+	return boxoffice.TopicBookingReleased
 }
 
 // ExpireBookings moves up to limit pending bookings whose hold ran out by
@@ -357,17 +371,26 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 		if out, err = collect(rows, scanBooking); err != nil {
 			return err
 		}
-		return attachSeats(ctx, tx, out)
+		if err := attachSeats(ctx, tx, out); err != nil {
+			return err
+		}
+		// RETURNING gives no order; the events follow the sweep's.
+		sort.Slice(out, func(i, j int) bool {
+			if !out[i].HeldUntil.Equal(out[j].HeldUntil) {
+				return out[i].HeldUntil.Before(out[j].HeldUntil)
+			}
+			return out[i].ID < out[j].ID
+		})
+		for _, b := range out {
+			if err := writeEvent(ctx, tx, boxoffice.TopicBookingExpired, b, b.UpdatedAt); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].HeldUntil.Equal(out[j].HeldUntil) {
-			return out[i].HeldUntil.Before(out[j].HeldUntil)
-		}
-		return out[i].ID < out[j].ID
-	})
 	return out, nil
 }
 

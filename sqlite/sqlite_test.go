@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,7 +79,21 @@ func TestMigrationsApplyOnceAcrossReopens(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]applied{{1, "0001_init"}}, got); diff != "" {
+	// Every file of migrations/, each once, in version order.
+	files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migrations/*.sql: %v files, %v", len(files), err)
+	}
+	var want []applied
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".sql")
+		v, err := strconv.Atoi(name[:4])
+		if err != nil {
+			t.Fatalf("migration %s: %v", f, err)
+		}
+		want = append(want, applied{v, name})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("schema_migrations mismatch (-want +got):\n%s", diff)
 	}
 }

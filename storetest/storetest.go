@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) boxoffice.Store) {
 	s.expire(t)
 	s.payments(t)
 	s.idempotency(t)
+	s.outbox(t)
 }
 
 // suite makes a fixture around a fresh store for each subtest.
