@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/boxoffice/boxoffice/kafka"
 	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/redis"
 )
@@ -34,12 +35,34 @@ func TestProduction(t *testing.T) {
 	}
 	t.Cleanup(client.Close)
 
+	// One in-process Kafka broker for the run; each stack has a topic and
+	// a consumer group of its own.
+	seeds, stopKafka, err := kafka.StartFake("127.0.0.1:0", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopKafka)
+	kc, err := kafka.Open(kafka.Config{Seeds: seeds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+
 	Run(t, func(t *testing.T) *Stack {
 		store := openSchemaStore(t, admin, pgURL, "apitest_")
 		prefix := "apitest:" + randomHex(6) + ":"
+		topic := "sale.requests." + randomHex(4)
+		if err := kc.EnsureTopics(ctx, map[string]int32{topic: 4}); err != nil {
+			t.Fatal(err)
+		}
 		return NewStack(t, Parts{
 			Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), Shared: redis.NewSnapshots(client, prefix),
-			Advance: time.Sleep, HoldTTL: 3 * time.Second, PendingGrace: time.Second, SeatmapTTL: time.Second,
+			Queue:    redis.NewQueueState(client, prefix),
+			Log:      kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "workers-" + topic, HeartbeatInterval: 200 * time.Millisecond}),
+			Notifier: redis.NewNotifier(client, prefix),
+			Advance:  time.Sleep, HoldTTL: 3 * time.Second, PendingGrace: time.Second, SeatmapTTL: time.Second,
+			// PostgreSQL commits each booking: a smaller storm keeps the run short.
+			QueueStorm: 3_000,
 		})
 	})
 }

@@ -25,6 +25,9 @@ type config struct {
 	Demo           bool
 	SlowPayment    time.Duration
 	LogLevel       string
+	Workers        int
+	KafkaSession   time.Duration
+	Relay          bool
 	AuthSecret     string // only from the environment: never a flag, never printed
 }
 
@@ -45,6 +48,9 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.Demo, "demo", true, "create a demo event when the store has no events")
 	fs.DurationVar(&c.SlowPayment, "slow-payment", 3*time.Second, "how long the test token tok_slow takes")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&c.Workers, "workers", 1, "booking workers draining the flash-sale queue in this process (0: none; see boxoffice worker)")
+	fs.DurationVar(&c.KafkaSession, "kafka-session-timeout", 10*time.Second, "how long a silent booking worker keeps its partitions before the group hands them to another (Kafka's session.timeout.ms)")
+	fs.BoolVar(&c.Relay, "relay", true, "run the outbox relay in this process (see boxoffice relay)")
 	return fs
 }
 

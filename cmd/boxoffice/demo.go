@@ -27,26 +27,49 @@ func demoLayout() []boxoffice.Section {
 	return secs
 }
 
-// ensureDemo creates the demo event the first time the store is empty and
-// returns the newest event otherwise.
-func ensureDemo(ctx context.Context, svc *sale.Service) (*boxoffice.Event, error) {
-	es, err := svc.Events(ctx, boxoffice.EventFilter{Limit: 1})
+// ensureDemo creates the demo events the first time the store is empty: a
+// direct sale, and a flash sale through the queue whose waiting room is open
+// and whose sale opens two minutes later. Otherwise it returns the newest of
+// each kind (queued nil when there is none).
+func ensureDemo(ctx context.Context, svc *sale.Service) (direct, queued *boxoffice.Event, err error) {
+	es, err := svc.Events(ctx, boxoffice.EventFilter{Limit: 20})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(es) > 0 {
-		return es[0], nil
+		for _, e := range es {
+			switch {
+			case e.SaleMode == boxoffice.SaleDirect && direct == nil:
+				direct = e
+			case e.SaleMode == boxoffice.SaleQueued && queued == nil:
+				queued = e
+			}
+		}
+		if direct == nil {
+			direct = es[0]
+		}
+		return direct, queued, nil
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	e := &boxoffice.Event{
+	admin := boxoffice.User{ID: "demo-admin", Role: boxoffice.RoleAdmin}
+	// The queued one first, so that the direct one is the newest event.
+	queued, err = svc.CreateEvent(ctx, admin, &boxoffice.Event{
+		Name: "Flash Sale at the Arena", Venue: "Boxoffice Arena",
+		StartsAt: now.Add(31 * 24 * time.Hour), SaleOpensAt: now.Add(2 * time.Minute),
+		SaleMode: boxoffice.SaleQueued, TicketLimit: 4, Sections: demoLayout(),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	direct, err = svc.CreateEvent(ctx, admin, &boxoffice.Event{
 		Name: "Demo Night at the Arena", Venue: "Boxoffice Arena",
 		StartsAt: now.Add(30 * 24 * time.Hour), SaleOpensAt: now.Add(-time.Minute),
 		SaleMode: boxoffice.SaleDirect, TicketLimit: boxoffice.DefaultTicketLimit, Sections: demoLayout(),
-	}
-	return svc.CreateEvent(ctx, boxoffice.User{ID: "demo-admin", Role: boxoffice.RoleAdmin}, e)
+	})
+	return direct, queued, err
 }
 
-func printWelcome(w io.Writer, base string, a *auth.Authenticator, demo *boxoffice.Event) {
+func printWelcome(w io.Writer, base string, a *auth.Authenticator, demo, queued *boxoffice.Event) {
 	adminTok, _ := a.Issue("demo-admin", boxoffice.RoleAdmin, 7*24*time.Hour)
 	custTok, _ := a.Issue("demo-customer", "", 7*24*time.Hour)
 	fmt.Fprintf(w, "\nboxoffice is listening on %s\n", base)
@@ -57,6 +80,10 @@ func printWelcome(w io.Writer, base string, a *auth.Authenticator, demo *boxoffi
 		fmt.Fprintf(w, "  demo event %s: %q, %d seats, seat map at %s/events/%s/seats\n", demo.ID, demo.Name, demo.SeatCount(), base, demo.ID)
 		fmt.Fprintf(w, "\nHold a seat:\n  curl -si -X POST %s/bookings/reserve -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Idempotency-Key: demo-1' -d '{\"event_id\":\"%s\",\"seat_ids\":[\"Floor-A-1\"]}'\n",
 			base, custTok, demo.ID)
+	}
+	if queued != nil {
+		fmt.Fprintf(w, "\nFlash sale (queued) %s: %q, sale opens %s; a reserve answers 202 with a queue position:\n  curl -s -X POST %s/bookings/reserve -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Idempotency-Key: flash-1' -d '{\"event_id\":\"%s\",\"seat_ids\":[\"Floor-A-1\"]}'\n",
+			queued.ID, queued.Name, queued.SaleOpensAt.UTC().Format(time.RFC3339), base, custTok, queued.ID)
 	}
 	fmt.Fprintln(w)
 }

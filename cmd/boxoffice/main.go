@@ -3,6 +3,9 @@
 //	boxoffice serve    run the API, the reconciler and the embedded parts
 //	boxoffice token    print a bearer token for a user or an organiser
 //	boxoffice migrate  apply the PostgreSQL migrations
+//	boxoffice worker   run booking workers only
+//	boxoffice relay    run the outbox relay only
+//	boxoffice kafka-fake  run an in-process Kafka broker for tests
 //
 // Run "boxoffice <command> --help" for the flags of each.
 package main
@@ -38,6 +41,10 @@ Usage:
                                        when no server addresses are given)
   boxoffice token --sub ID [--role admin]  print a bearer token
   boxoffice migrate --postgres URL     apply the PostgreSQL migrations
+  boxoffice worker [flags]             run booking workers only (scale the queue's drain)
+  boxoffice relay [flags]              run the outbox relay only
+  boxoffice kafka-fake [--addr A]      run an in-process Kafka broker (franz-go's kfake)
+                                       for tests and demos; prints its address
 
 Run "boxoffice serve --help" for the server flags and their environment variables.`
 
@@ -55,6 +62,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return token(args[1:], getenv, stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args[1:], getenv, stdout, stderr)
+	case "worker":
+		return worker(ctx, args[1:], getenv, stdout, stderr)
+	case "relay":
+		return relay(ctx, args[1:], getenv, stdout, stderr)
+	case "kafka-fake":
+		return kafkaFake(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, topUsage)
 		return nil

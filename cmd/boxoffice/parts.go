@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/kafka"
+	"github.com/boxoffice/boxoffice/outbox"
 	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/redis"
 	"github.com/boxoffice/boxoffice/seatmap"
@@ -25,8 +28,15 @@ type parts struct {
 	leases boxoffice.Leases
 	// shared is the seat map's cache across nodes (Redis); nil embedded.
 	shared seatmap.Shared
-	ids    *snowflake.Generator
-	nodeID int
+	// The flash-sale queue: the embedded database's, or Redis + Kafka; nil
+	// when the shape has none (PostgreSQL without Kafka).
+	queue    boxoffice.QueueState
+	reqLog   boxoffice.RequestLog
+	notifier boxoffice.Notifier
+	// publisher takes the outbox's booking events: Kafka, or the log.
+	publisher outbox.Publisher
+	ids       *snowflake.Generator
+	nodeID    int
 	// run starts the background work the parts need (sweepers).
 	run     func(ctx context.Context, wg *sync.WaitGroup)
 	closers []func()
@@ -70,6 +80,15 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		p.store = st
 		p.closers = append(p.closers, func() { st.Close() })
 	}
+	if c.Kafka != "" && c.Redis == "" {
+		return nil, fmt.Errorf("--kafka needs --redis: the queue's state (positions, outcomes) lives in Redis")
+	}
+	p.notifier = inmem.NewNotifier()
+	p.publisher = outbox.LogPublisher{Log: log}
+	if sq, ok := p.store.(*sqlite.Store); ok && c.Kafka == "" {
+		q := sq.Queue()
+		p.queue, p.reqLog = q, q
+	}
 	if c.Redis != "" {
 		client, err := redis.Dial(c.Redis)
 		if err != nil {
@@ -79,6 +98,10 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		p.holds = redis.NewHolds(client, "bo:")
 		p.leases = redis.NewLeases(client, "bo:")
 		p.shared = redis.NewSnapshots(client, "bo:")
+		p.notifier = redis.NewNotifier(client, "bo:")
+		if c.Kafka != "" {
+			p.queue = redis.NewQueueState(client, "bo:")
+		}
 	} else {
 		holds, leases := inmem.NewHolds(nil), inmem.NewLeases(nil)
 		p.holds, p.leases = holds, leases
@@ -87,12 +110,33 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 			wg.Go(func() { leases.Run(ctx, 10*time.Second) })
 		}
 	}
+	if c.Kafka != "" {
+		kc, err := kafka.Open(kafka.Config{Seeds: strings.Split(c.Kafka, ","), Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		p.closers = append(p.closers, kc.Close)
+		if err := kc.EnsureTopics(ctx, kafka.DefaultTopics()); err != nil {
+			return nil, fmt.Errorf("kafka topics: %w", err)
+		}
+		p.reqLog = kafka.NewRequestLog(kc, kafka.RequestLogConfig{
+			SessionTimeout: c.KafkaSession, HeartbeatInterval: max(c.KafkaSession/10, 100*time.Millisecond)})
+		p.publisher = kafka.NewPublisher(kc)
+	}
 	ids, err := snowflake.New(nodeID, nil)
 	if err != nil {
 		return nil, err
 	}
 	p.ids, p.nodeID = ids, nodeID
-	log.Info("parts", "store", kind(c.Postgres, "postgres", "sqlite"), "holds", kind(c.Redis, "redis", "in-process"), "node_id", nodeID)
+	queue := "embedded"
+	switch {
+	case c.Kafka != "":
+		queue = "kafka+redis"
+	case p.queue == nil:
+		queue = "none (queued sales answer 503: give --kafka)"
+	}
+	log.Info("parts", "store", kind(c.Postgres, "postgres", "sqlite"), "holds", kind(c.Redis, "redis", "in-process"),
+		"queue", queue, "node_id", nodeID)
 	ok = true
 	return p, nil
 }

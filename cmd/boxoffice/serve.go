@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/httpapi"
+	"github.com/boxoffice/boxoffice/outbox"
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
 	"github.com/boxoffice/boxoffice/testpay"
@@ -32,9 +33,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := newLogger(stderr, c.LogLevel)
 	c.print(stdout)
 
-	if c.Kafka != "" {
-		return errors.New("--kafka: the flash-sale queue is not in this build yet; run without it")
-	}
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -42,28 +40,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	nodeIDSet := getenv(envName("node-id")) != ""
-	fs.Visit(func(f *flag.Flag) { nodeIDSet = nodeIDSet || f.Name == "node-id" })
-	p, err := openParts(ctx, c, log, nodeIDSet)
+	app, err := newApp(ctx, c, fs, getenv, log)
 	if err != nil {
 		return err
 	}
-	defer p.close()
-	store, holds, leases, ids := p.store, p.holds, p.leases, p.ids
-	pay := testpay.New()
-	pay.SlowDelay = c.SlowPayment
+	defer app.close()
+	svc := app.svc
+	api := httpapi.New(svc, app.seats, a, log)
 
-	svc := sale.New(sale.Deps{Store: store, Holds: holds, Leases: leases, Payments: pay, IDs: ids, Log: log},
-		sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats})
-	seats := seatmap.New(svc, store, holds, c.SeatmapTTL, nil)
-	if p.shared != nil {
-		seats.Share(p.shared, leases)
-	}
-	api := httpapi.New(svc, seats, a, log)
-
-	var demo *boxoffice.Event
+	var demo, queuedDemo *boxoffice.Event
 	if c.Demo {
-		if demo, err = ensureDemo(ctx, svc); err != nil {
+		if demo, queuedDemo, err = ensureDemo(ctx, svc); err != nil {
 			return fmt.Errorf("demo event: %w", err)
 		}
 	}
@@ -81,13 +68,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(api.CloseStreams)
 	base := "http://" + ln.Addr().String()
-	printWelcome(stdout, base, a, demo)
+	printWelcome(stdout, base, a, demo, queuedDemo)
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { svc.RunReconciler(bg, c.ReconcileEvery) })
-	p.run(bg, &wg)
+	wg.Go(func() { _ = api.Listen(bg, app.p.notifier) })
+	app.background(bg, &wg, c.Workers, c.Relay)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -114,4 +103,104 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		l = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// app is what every command that runs the service shares: the parts the
+// configuration chose and the service over them.
+type app struct {
+	p     *parts
+	svc   *sale.Service
+	seats *seatmap.Cache
+	log   *slog.Logger
+	c     config
+}
+
+func newApp(ctx context.Context, c config, fs *flag.FlagSet, getenv func(string) string, log *slog.Logger) (*app, error) {
+	nodeIDSet := getenv(envName("node-id")) != ""
+	fs.Visit(func(f *flag.Flag) { nodeIDSet = nodeIDSet || f.Name == "node-id" })
+	p, err := openParts(ctx, c, log, nodeIDSet)
+	if err != nil {
+		return nil, err
+	}
+	pay := testpay.New()
+	pay.SlowDelay = c.SlowPayment
+	svc := sale.New(sale.Deps{Store: p.store, Holds: p.holds, Leases: p.leases, Payments: pay, IDs: p.ids, Log: log,
+		Queue: p.queue, RequestLog: p.reqLog, Notifier: p.notifier},
+		sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats})
+	seats := seatmap.New(svc, p.store, p.holds, c.SeatmapTTL, nil)
+	if p.shared != nil {
+		seats.Share(p.shared, p.leases)
+	}
+	return &app{p: p, svc: svc, seats: seats, log: log, c: c}, nil
+}
+
+func (a *app) close() { a.p.close() }
+
+// background starts the parts' sweepers, the pre-queue opener, workers
+// booking workers and, if relay, the outbox relay.
+func (a *app) background(ctx context.Context, wg *sync.WaitGroup, workers int, relay bool) {
+	a.p.run(ctx, wg)
+	if a.p.queue != nil {
+		wg.Go(func() { a.svc.RunOpener(ctx, 250*time.Millisecond) })
+		for range workers {
+			wg.Go(func() {
+				if err := a.svc.RunWorker(ctx); err != nil && ctx.Err() == nil {
+					a.log.Error("worker stopped", "err", err)
+				}
+			})
+		}
+	}
+	if relay {
+		r := &outbox.Relay{Store: a.p.store, Publisher: a.p.publisher, Leases: a.p.leases, Log: a.log}
+		wg.Go(func() { r.Run(ctx) })
+	}
+}
+
+// worker runs booking workers only: more of them means more processes.
+func worker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return runPart(ctx, "worker", args, getenv, stdout, stderr, func(a *app, ctx context.Context, wg *sync.WaitGroup) {
+		if a.p.queue == nil {
+			a.log.Error("no queue in this configuration: give --kafka (with --redis) or use the embedded store")
+			return
+		}
+		a.log.Info("booking workers running", "workers", a.c.Workers)
+		a.background(ctx, wg, max(a.c.Workers, 1), false)
+	})
+}
+
+// relay runs the outbox relay only.
+func relay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return runPart(ctx, "relay", args, getenv, stdout, stderr, func(a *app, ctx context.Context, wg *sync.WaitGroup) {
+		a.log.Info("outbox relay running")
+		r := &outbox.Relay{Store: a.p.store, Publisher: a.p.publisher, Leases: a.p.leases, Log: a.log}
+		wg.Go(func() { r.Run(ctx) })
+	})
+}
+
+// runPart runs one background part of the service until ctx ends.
+func runPart(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer,
+	start func(a *app, ctx context.Context, wg *sync.WaitGroup)) error {
+	var c config
+	fs := newServeFlagSet(&c)
+	fs.SetOutput(stderr)
+	fs.Usage = usage(stderr, fs, "Usage: boxoffice "+name+" [flags]\n\nThe same flags and variables as serve; the HTTP ones are ignored.\n\nFlags:")
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	log := newLogger(stderr, c.LogLevel)
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	a, err := newApp(ctx, c, fs, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	var wg sync.WaitGroup
+	start(a, ctx, &wg)
+	fmt.Fprintf(stdout, "boxoffice %s running\n", name)
+	<-ctx.Done()
+	wg.Wait()
+	log.Info("stopped")
+	return nil
 }
