@@ -66,7 +66,8 @@ func benchStack(b *testing.B) *Stack {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	return NewStack(b, Parts{Store: store, Holds: inmem.NewHolds(nil), Leases: inmem.NewLeases(nil)})
+	q := store.Queue()
+	return NewStack(b, Parts{Store: store, Holds: inmem.NewHolds(nil), Leases: inmem.NewLeases(nil), Queue: q, Log: q})
 }
 
 // BenchmarkReserveHTTP is the whole direct-sale reserve on the embedded

@@ -118,6 +118,8 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, u boxoffice
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-s.hub.closing:
+			return nil // shutting down: the client reconnects to another process
 		case <-end.C:
 			return nil
 		case <-beat.C:
@@ -149,13 +151,21 @@ func (s *Server) Listen(ctx context.Context, n boxoffice.Notifier) error {
 	return n.Listen(ctx, func(q boxoffice.QueueNotice) { s.hub.notify(q.RequestID) })
 }
 
+// CloseStreams ends every live stream, for a graceful shutdown
+// (http.Server.RegisterOnShutdown): Shutdown would otherwise wait for them.
+func (s *Server) CloseStreams() { s.hub.closeOnce.Do(func() { close(s.hub.closing) }) }
+
 // hub routes notices to the streams of this process.
 type hub struct {
-	mu   sync.Mutex
-	subs map[boxoffice.ID]map[chan struct{}]bool
+	mu        sync.Mutex
+	subs      map[boxoffice.ID]map[chan struct{}]bool
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
-func newHub() *hub { return &hub{subs: map[boxoffice.ID]map[chan struct{}]bool{}} }
+func newHub() *hub {
+	return &hub{subs: map[boxoffice.ID]map[chan struct{}]bool{}, closing: make(chan struct{})}
+}
 
 func (h *hub) subscribe(id boxoffice.ID) (<-chan struct{}, func()) {
 	c := make(chan struct{}, 1)

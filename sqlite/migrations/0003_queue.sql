@@ -24,7 +24,9 @@ CREATE TABLE queue_requests (
 ) STRICT;
 
 CREATE UNIQUE INDEX queue_requests_position ON queue_requests (event_id, position) WHERE position > 0;
-CREATE UNIQUE INDEX queue_requests_log ON queue_requests (log_seq) WHERE log_seq IS NOT NULL;
+-- Not partial, so that max(log_seq) is one index look-up (NULLs are allowed
+-- twice in a UNIQUE index).
+CREATE UNIQUE INDEX queue_requests_log ON queue_requests (log_seq);
 CREATE INDEX queue_requests_todo ON queue_requests (log_seq) WHERE status = 'queued';
 CREATE INDEX queue_requests_live ON queue_requests (event_id, user_id) WHERE status IN ('waiting', 'queued');
 CREATE INDEX queue_requests_waiting ON queue_requests (event_id, id) WHERE status = 'waiting';

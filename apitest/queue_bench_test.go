@@ -1,0 +1,182 @@
+package apitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/kafka"
+	"github.com/boxoffice/boxoffice/redis"
+)
+
+// BenchmarkQueue is a flash sale through the queue, the front door over
+// HTTP at full speed (8 client goroutines, a fresh user per request) on a
+// 70,000-seat event, in three runs per shape:
+//
+//   - FrontDoor: no workers; 202s per second, the front door alone.
+//   - Drain: the same requests, then two workers start; requests served
+//     per second from a full queue.
+//   - Sale: both at once, as at sale open; 202/s, drained/s over the whole
+//     run (until the last outcome) and p50/p99 of time-to-outcome
+//     (admission to outcome), which the backlog dominates.
+//
+// Run beside the bare handler:
+//
+//	go test ./apitest -run '^$' -bench 'BareHandler|Queue' -benchtime 20000x
+func BenchmarkQueue(b *testing.B) {
+	b.Run("Embedded", func(b *testing.B) {
+		for _, mode := range []string{"FrontDoor", "Drain", "Sale"} {
+			b.Run(mode, func(b *testing.B) { runQueueBench(b, benchStack(b), mode) })
+		}
+	})
+	b.Run("Production", func(b *testing.B) {
+		pgURL := envOr("BOXOFFICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+		admin, err := pgx.Connect(ctx, pgURL)
+		if err != nil {
+			b.Skip("PostgreSQL unreachable:", err)
+		}
+		b.Cleanup(func() { admin.Close(ctx) })
+		client, err := redis.Dial(envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0"))
+		if err != nil {
+			b.Skip("Redis unreachable:", err)
+		}
+		b.Cleanup(client.Close)
+		seeds, stop, err := kafka.StartFake("127.0.0.1:0", 12)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(stop)
+		kc, err := kafka.Open(kafka.Config{Seeds: seeds, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(kc.Close)
+		for _, mode := range []string{"FrontDoor", "Drain", "Sale"} {
+			b.Run(mode, func(b *testing.B) {
+				prefix := "apitest-bench:" + randomHex(6) + ":"
+				topic := "sale.requests." + randomHex(4)
+				if err := kc.EnsureTopics(ctx, map[string]int32{topic: 12}); err != nil {
+					b.Fatal(err)
+				}
+				store := openSchemaStore(b, admin, pgURL, "apibench_")
+				s := NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
+					Queue: redis.NewQueueState(client, prefix), Log: kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "g-" + topic}),
+					Notifier: redis.NewNotifier(client, prefix), HoldTTL: 5 * time.Minute})
+				runQueueBench(b, s, mode)
+			})
+		}
+	})
+}
+
+func runQueueBench(b *testing.B, s *Stack, mode string) {
+	// The seed's arena: 70,000 seats.
+	var secs []section
+	for i := range 35 {
+		secs = append(secs, section{fmt.Sprintf("S%02d", i), "t", 5000, 40, 50})
+	}
+	ev := s.queuedEvent(b, -time.Minute, secs...)
+	seats := make([]string, 0, 70_000)
+	for i := range 35 {
+		for row := 1; row <= 40; row++ {
+			for n := 1; n <= 50; n++ {
+				seats = append(seats, boxoffice.SeatID(fmt.Sprintf("S%02d", i), boxoffice.RowLabel(row), n))
+			}
+		}
+	}
+	tokens := make([]string, b.N)
+	for i := range tokens {
+		tokens[i] = s.Token(b, fmt.Sprintf("q-bench-%d", i), "")
+	}
+	ids := make([]boxoffice.ID, b.N)
+	hc := benchClient()
+	if mode == "Sale" {
+		s.StartWorkers(b, 2)
+	}
+	var seq atomic.Int64
+	start := time.Now()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := seq.Add(1) - 1
+			// Mostly distinct seats, some contention (a hot tenth).
+			seat := seats[(i*7919)%int64(len(seats))]
+			if i%10 == 0 {
+				seat = seats[i%200]
+			}
+			body := fmt.Sprintf(`{"event_id":"%s","seat_ids":["%s"],"idempotency_key":"k"}`, ev, seat)
+			req, _ := http.NewRequest("POST", s.URL+"/bookings/reserve", bytes.NewBufferString(body))
+			req.Header.Set("Authorization", "Bearer "+tokens[i])
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var t struct {
+				RequestID boxoffice.ID `json:"request_id"`
+			}
+			decodeBody(b, resp, http.StatusAccepted, &t)
+			ids[i] = t.RequestID
+		}
+	})
+	admitted := time.Since(start)
+	if mode == "FrontDoor" {
+		b.ReportMetric(float64(b.N)/admitted.Seconds(), "202/s")
+		return
+	}
+	if mode == "Drain" {
+		start = time.Now()
+		s.StartWorkers(b, 2)
+	} else {
+		b.ReportMetric(float64(b.N)/admitted.Seconds(), "202/s")
+	}
+	eventID := parseID(b, ev)
+	for {
+		p, err := s.Queue.Progress(ctx, eventID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if p.Served >= int64(b.N) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	drained := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/drained.Seconds(), "drained/s")
+	if mode == "Drain" {
+		return
+	}
+	lat := make([]float64, 0, b.N)
+	for _, id := range ids {
+		e, err := s.Queue.Entry(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, e.FinishedAt.Sub(e.Request.EnqueuedAt).Seconds()*1000)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(lat[len(lat)/2], "p50-ms")
+	b.ReportMetric(lat[len(lat)*99/100], "p99-ms")
+}
+
+func decodeBody(b *testing.B, resp *http.Response, want int, v any) {
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		b.Fatalf("status %d, want %d: %s", resp.StatusCode, want, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		b.Fatal(err)
+	}
+}
