@@ -153,9 +153,23 @@ func (q *QueueState) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxL
 	if preQueue {
 		pre = "1"
 	}
-	res, err := admitScript.exec(ctx, q.client,
-		[]string{slot + "n", entry, slot + "live:" + r.UserID, slot + "waiting"},
-		[]string{r.ID.String(), r.RequestHash, strconv.Itoa(maxLive), pre, string(body), q.ttlSeconds()}).ToArray()
+	// The script and the id index in one pipelined round trip. The index is
+	// written before the verdict is known: for a replay or a refusal it
+	// names an id nobody was given, which is harmless.
+	index, _ := json.Marshal([]string{r.EventID.String(), r.UserID, r.IdempotencyKey})
+	keys := []string{slot + "n", entry, slot + "live:" + r.UserID, slot + "waiting"}
+	args := []string{r.ID.String(), r.RequestHash, strconv.Itoa(maxLive), pre, string(body), q.ttlSeconds()}
+	out := q.client.DoMulti(ctx,
+		q.client.B().Evalsha().Sha1(admitScript.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
+		q.client.B().Set().Key(q.idKey(r.ID)).Value(string(index)).Ex(q.TTL).Build())
+	if err := out[1].Error(); err != nil {
+		return nil, false, boxoffice.Unavailable("the queue state", err)
+	}
+	resp := out[0]
+	if e, ok := rueidis.IsRedisErr(resp.Error()); ok && e.IsNoScript() {
+		resp = admitScript.exec(ctx, q.client, keys, args)
+	}
+	res, err := resp.ToArray()
 	if err != nil {
 		return nil, false, boxoffice.Unavailable("the queue state", err)
 	}
@@ -180,9 +194,6 @@ func (q *QueueState) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxL
 	status, _ := res[2].ToString()
 	row := *r
 	row.Position = pos
-	if err := q.index(ctx, &row); err != nil {
-		return nil, false, err
-	}
 	return &boxoffice.QueueEntry{Request: &row, Status: boxoffice.QueueStatus(status)}, false, nil
 }
 

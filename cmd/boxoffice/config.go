@@ -27,6 +27,8 @@ type config struct {
 	LogLevel       string
 	Workers        int
 	KafkaSession   time.Duration
+	QueueMaxLive   int
+	PreQueue       time.Duration
 	Relay          bool
 	AuthSecret     string // only from the environment: never a flag, never printed
 }
@@ -49,6 +51,8 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.SlowPayment, "slow-payment", 3*time.Second, "how long the test token tok_slow takes")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.Workers, "workers", 1, "booking workers draining the flash-sale queue in this process (0: none; see boxoffice worker)")
+	fs.IntVar(&c.QueueMaxLive, "queue-max-live", 1, "queued requests one user may have waiting per event")
+	fs.DurationVar(&c.PreQueue, "prequeue-window", time.Hour, "how long before a queued sale opens its waiting room takes requests")
 	fs.DurationVar(&c.KafkaSession, "kafka-session-timeout", 10*time.Second, "how long a silent booking worker keeps its partitions before the group hands them to another (Kafka's session.timeout.ms)")
 	fs.BoolVar(&c.Relay, "relay", true, "run the outbox relay in this process (see boxoffice relay)")
 	return fs

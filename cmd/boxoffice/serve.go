@@ -126,7 +126,8 @@ func newApp(ctx context.Context, c config, fs *flag.FlagSet, getenv func(string)
 	pay.SlowDelay = c.SlowPayment
 	svc := sale.New(sale.Deps{Store: p.store, Holds: p.holds, Leases: p.leases, Payments: pay, IDs: p.ids, Log: log,
 		Queue: p.queue, RequestLog: p.reqLog, Notifier: p.notifier},
-		sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats})
+		sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats,
+			MaxLivePerUser: c.QueueMaxLive, PreQueueWindow: c.PreQueue})
 	seats := seatmap.New(svc, p.store, p.holds, c.SeatmapTTL, nil)
 	if p.shared != nil {
 		seats.Share(p.shared, p.leases)
