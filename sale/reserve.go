@@ -85,16 +85,18 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, ev *boxoffice.E
 	// The lease first, then the look-up: a finished first request has
 	// released its lease and left its record, so one look-up under the
 	// lease sees it; a running one holds the lease and this retry gets 409.
-	ttl := s.leaseTTL()
-	if id != 0 {
+	var release func()
+	var err error
+	if id == 0 {
+		release, err = s.lease(ctx, "reserve", u.ID, req.IdempotencyKey)
+	} else {
 		// A queued request's worker may be killed holding it; a short lease
 		// lets the redelivery proceed soon. Past it, two live workers on one
 		// request cannot sell twice (same booking id, one insert wins), at
 		// worst the loser's hold supersedes the booking's fence and its
 		// confirm fails (EHOLDLOST).
-		ttl = queuedLease
+		release, err = s.leases.TryLease(ctx, leaseKey("reserve", u.ID, req.IdempotencyKey), queuedLease)
 	}
-	release, err := s.leases.TryLease(ctx, leaseKey("reserve", u.ID, req.IdempotencyKey), ttl)
 	if err != nil {
 		return nil, err
 	}
