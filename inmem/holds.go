@@ -516,3 +516,28 @@ func dedupe(seats []string) []string {
 	}
 	return out
 }
+
+// Restore puts a hold back as it was granted (owner, fence, expiry), for a
+// process that rebuilds its table from the database after a restart, and
+// raises the event's fence counter past it, so that later grants still get
+// larger fences. It overwrites whatever the seats hold; call it before
+// serving.
+func (h *Holds) Restore(hold boxoffice.Hold) {
+	if len(hold.SeatIDs) == 0 || !hold.ExpiresAt.After(h.now()) {
+		return
+	}
+	ev := h.event(hold.EventID, true)
+	expires := int64(hold.ExpiresAt.Sub(h.base))
+	for _, s := range uniqueSeats(hold.SeatIDs) {
+		st := &ev.stripes[h.stripeOf(s)]
+		st.mu.Lock()
+		st.put(s, st.seats[s], hold.Owner, hold.Fence, expires)
+		st.mu.Unlock()
+	}
+	for {
+		cur := ev.fence.Load()
+		if cur >= hold.Fence || ev.fence.CompareAndSwap(cur, hold.Fence) {
+			return
+		}
+	}
+}

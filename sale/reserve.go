@@ -117,6 +117,10 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, ev *boxoffice.E
 	if id == 0 {
 		id = s.ids.NextID()
 	}
+	// The hold starts when the lock store runs the acquire, after this;
+	// counting from here, the booking never claims a hold longer than the
+	// lock store gives.
+	start := s.now()
 	hold, err := s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: ev.ID, SeatIDs: req.SeatIDs, Owner: id, TTL: s.cfg.HoldTTL})
 	if err != nil {
 		return nil, err
@@ -124,7 +128,7 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, ev *boxoffice.E
 	now := s.now()
 	b := &boxoffice.Booking{
 		ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Status: boxoffice.BookingPending,
-		Fence: hold.Fence, AmountCents: amount, HeldUntil: now.Add(s.cfg.HoldTTL), CreatedAt: now, UpdatedAt: now,
+		Fence: hold.Fence, AmountCents: amount, HeldUntil: start.Add(s.cfg.HoldTTL), CreatedAt: now, UpdatedAt: now,
 	}
 	res = ReserveResult{BookingID: id, HeldUntil: b.HeldUntil, PaymentURL: PaymentURL(id)}
 	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusCreated, &res)

@@ -105,6 +105,21 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 	} else {
 		holds, leases := inmem.NewHolds(nil), inmem.NewLeases(nil)
 		p.holds, p.leases = holds, leases
+		// In-process holds die with the process: give the live ones back
+		// from the database before serving, or a restart would free seats
+		// that pending bookings still hold.
+		if sq, ok := p.store.(*sqlite.Store); ok {
+			live, err := sq.LiveHolds(ctx, time.Now())
+			if err != nil {
+				return nil, fmt.Errorf("restore holds: %w", err)
+			}
+			for _, h := range live {
+				holds.Restore(h)
+			}
+			if len(live) > 0 {
+				log.Info("holds restored from the database", "bookings", len(live))
+			}
+		}
 		p.run = func(ctx context.Context, wg *sync.WaitGroup) {
 			wg.Go(func() { holds.Run(ctx, time.Second, nil) })
 			wg.Go(func() { leases.Run(ctx, 10*time.Second) })

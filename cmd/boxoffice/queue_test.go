@@ -177,3 +177,39 @@ func TestEmbeddedQueueSurvivesKillNine(t *testing.T) {
 	s = startServer(t, dir, "--workers", "2")
 	audit(t, s, q, reqs, rows*20)
 }
+
+// TestHoldsSurviveKillNine: the embedded hold table is in memory; after
+// kill -9 the process gives the pending bookings their holds back, so
+// another user cannot take a held seat and the holder can still pay.
+func TestHoldsSurviveKillNine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	a, err := authenticator("", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := a.Issue("first", "", time.Hour)
+	second, _ := a.Issue("second", "", time.Hour)
+	st, b := s.call(t, "POST", "/bookings/reserve", first, map[string]any{"event_id": s.event, "seat_ids": []string{"Floor-C-7"}, "idempotency_key": "h1"})
+	if st != http.StatusCreated {
+		t.Fatalf("reserve: %d %s", st, b)
+	}
+	var r struct {
+		BookingID string `json:"booking_id"`
+	}
+	_ = json.Unmarshal(b, &r)
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s.done
+	s = startServer(t, dir)
+	if st, b := s.call(t, "POST", "/bookings/reserve", second, map[string]any{"event_id": s.event, "seat_ids": []string{"Floor-C-7"}, "idempotency_key": "h2"}); st != http.StatusConflict {
+		t.Fatalf("another user on a seat held before the crash: %d %s, want 409", st, b)
+	}
+	if st, b := s.call(t, "POST", "/bookings/"+r.BookingID+"/confirm", first, map[string]any{"payment_token": "tok_visa"}, "Idempotency-Key", "p1"); st != http.StatusOK {
+		t.Fatalf("the holder's confirm after the crash: %d %s", st, b)
+	}
+}
