@@ -365,7 +365,7 @@ func testDuplicateDelivery(t *testing.T, s *Stack) {
 func testWaitEstimate(t *testing.T, s *Stack) {
 	needQueue(t, s)
 	ev := s.queuedEvent(t, -time.Minute, section{"A", "gold", 100, 20, 25})
-	const n = 300
+	const n = 400
 	const rate = 60 // requests per second
 	var tickets []queueTicket
 	var clients []*client
@@ -404,7 +404,7 @@ func testWaitEstimate(t *testing.T, s *Stack) {
 	}()
 	defer func() { cancel(); <-done }()
 	// Let the rate settle, then ask the last in line.
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond)
 	var est queueTicket
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		est = clients[n-1].queueStatus(tickets[n-1].RequestID)

@@ -28,6 +28,7 @@ type drain struct {
 	at      time.Time // the last rate sample
 	served  int64
 	backlog bool    // requests were waiting at the last sample
+	started bool    // the drain was seen moving: the next interval is a full one
 	rate    float64 // requests/s, 0 until measured
 }
 
@@ -36,9 +37,9 @@ const (
 	// however many clients poll.
 	progressTTL = 250 * time.Millisecond
 	// rateSample is the shortest interval a rate is measured over, and
-	// rateTau the EWMA's time constant: about the last 5s count.
+	// rateTau the EWMA's time constant: about the last 3s count.
 	rateSample = time.Second
-	rateTau    = 5 * time.Second
+	rateTau    = 3 * time.Second
 )
 
 func newEstimator(s *Service) *estimator {
@@ -97,7 +98,13 @@ func (e *estimator) sample(ctx context.Context, eventID boxoffice.ID) (boxoffice
 		if d.backlog {
 			inst := float64(p.Served-d.served) / dt.Seconds()
 			if d.rate == 0 {
-				d.rate = inst
+				// The first interval with progress started before the
+				// drain did (it may have started anywhere in it): measure
+				// from its end instead.
+				if d.started {
+					d.rate = inst
+				}
+				d.started = d.started || p.Served > d.served
 			} else {
 				a := 1 - math.Exp(-dt.Seconds()/rateTau.Seconds())
 				d.rate = a*inst + (1-a)*d.rate
