@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/kafka"
 	"github.com/boxoffice/boxoffice/redis"
@@ -41,17 +39,7 @@ func BenchmarkQueue(b *testing.B) {
 		}
 	})
 	b.Run("Production", func(b *testing.B) {
-		pgURL := envOr("BOXOFFICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-		admin, err := pgx.Connect(ctx, pgURL)
-		if err != nil {
-			b.Skip("PostgreSQL unreachable:", err)
-		}
-		b.Cleanup(func() { admin.Close(ctx) })
-		client, err := redis.Dial(envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0"))
-		if err != nil {
-			b.Skip("Redis unreachable:", err)
-		}
-		b.Cleanup(client.Close)
+		admin, pgURL, client := benchServers(b)
 		seeds, stop, err := kafka.StartFake("127.0.0.1:0", 12)
 		if err != nil {
 			b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/rueidis"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/redis"
@@ -127,19 +128,26 @@ func BenchmarkSeatMap70kRebuild(b *testing.B) {
 	}
 	b.Run("Embedded", func(b *testing.B) { run(b, benchStack(b)) })
 	b.Run("Production", func(b *testing.B) {
-		pgURL := envOr("BOXOFFICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-		admin, err := pgx.Connect(ctx, pgURL)
-		if err != nil {
-			b.Skip("PostgreSQL unreachable:", err)
-		}
-		b.Cleanup(func() { admin.Close(ctx) })
-		client, err := redis.Dial(envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0"))
-		if err != nil {
-			b.Skip("Redis unreachable:", err)
-		}
-		b.Cleanup(client.Close)
+		admin, pgURL, client := benchServers(b)
 		prefix := "apitest-bench:" + randomHex(6) + ":"
 		store := openSchemaStore(b, admin, pgURL, "apibench_")
 		run(b, NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), HoldTTL: 5 * time.Minute}))
 	})
+}
+
+// benchServers connects to the machine's PostgreSQL and Redis for the
+// production benchmarks, or skips.
+func benchServers(b *testing.B) (admin *pgx.Conn, pgURL string, client rueidis.Client) {
+	pgURL = envOr("BOXOFFICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	admin, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		b.Skip("PostgreSQL unreachable:", err)
+	}
+	b.Cleanup(func() { admin.Close(ctx) })
+	client, err = redis.Dial(envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0"))
+	if err != nil {
+		b.Skip("Redis unreachable:", err)
+	}
+	b.Cleanup(client.Close)
+	return admin, pgURL, client
 }
