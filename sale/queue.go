@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"math"
 	mrand "math/rand/v2"
 	"slices"
 	"sync"
@@ -132,7 +133,7 @@ func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTi
 	case boxoffice.QueueWaiting:
 		// Until the draw nobody knows the place; the wait is at least the
 		// time to the opening.
-		w := max(0, t.SaleOpensAt.Sub(s.now()).Seconds())
+		w := math.Ceil(max(0, t.SaleOpensAt.Sub(s.now()).Seconds()))
 		t.EstimatedWaitSeconds = &w
 	}
 	return t, nil
