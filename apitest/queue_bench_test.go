@@ -19,7 +19,8 @@ import (
 )
 
 // BenchmarkQueue is a flash sale through the queue, the front door over
-// HTTP at full speed (32 client goroutines on 2 cores, a fresh user per request) on a
+// HTTP at full speed (32 client goroutines on 2 cores unless
+// BOXOFFICE_BENCH_PARALLELISM says otherwise, a fresh user per request) on a
 // 70,000-seat event, in three runs per shape:
 //
 //   - FrontDoor: no workers; 202s per second, the front door alone.
@@ -93,7 +94,7 @@ func runQueueBench(b *testing.B, s *Stack, mode string) {
 	}
 	var seq atomic.Int64
 	start := time.Now()
-	b.SetParallelism(16) // as BenchmarkBareHandler
+	b.SetParallelism(benchParallelism()) // as BenchmarkBareHandler
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

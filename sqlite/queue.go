@@ -74,8 +74,11 @@ func scanEntry(row interface{ Scan(...any) error }, extra ...any) (*boxoffice.Qu
 	return &e, nil
 }
 
-// Admit records r (see boxoffice.QueueState): in one write transaction, the
-// idempotency look-up, the live-entry count, the position and the row.
+// Admit records r (see boxoffice.QueueState) in three statements of one
+// write transaction: the idempotency look-up and the live-entry count in
+// one read, the event's counters in one upsert, the row. The admission runs
+// on the store's one writer, so every statement saved is front-door
+// throughput (docs/benchmarks.md).
 func (q *Queue) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive int, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
 	seats, err := json.Marshal(r.SeatIDs)
 	if err != nil {
@@ -86,61 +89,70 @@ func (q *Queue) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive i
 		replay bool
 	)
 	err = q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-		e, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+queueColumns+` FROM queue_requests
-			WHERE user_id = ? AND idempotency_key = ?`, r.UserID, r.IdempotencyKey))
-		if err == nil {
-			if e.Request.RequestHash != r.RequestHash {
+		// The request with this key, if any, and the user's live entries.
+		rows, err := tx.QueryContext(ctx, `SELECT `+queueColumns+`, idempotency_key = ?2 FROM queue_requests
+			WHERE (user_id = ?1 AND idempotency_key = ?2)
+			   OR (event_id = ?3 AND user_id = ?1 AND status IN ('waiting', 'queued'))`,
+			r.UserID, r.IdempotencyKey, r.EventID)
+		if err != nil {
+			return err
+		}
+		live := 0
+		for rows.Next() {
+			var same bool
+			e, err := scanEntry(rows, &same)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if same {
+				entry = e
+			}
+			live++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if entry != nil {
+			if entry.Request.RequestHash != r.RequestHash {
 				return boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
 			}
-			entry, replay = e, true
+			replay = true
 			return nil
-		}
-		if err != sql.ErrNoRows {
-			return err
-		}
-		var live int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue_requests
-			WHERE event_id = ? AND user_id = ? AND status IN ('waiting', 'queued')`, r.EventID, r.UserID).Scan(&live); err != nil {
-			return err
 		}
 		if live >= maxLive {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "you already have a request in this event's queue")
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_events (event_id) VALUES (?) ON CONFLICT DO NOTHING`, r.EventID); err != nil {
-			return err
-		}
-		var admitted, waiting int64
-		var opened bool
-		if err := tx.QueryRowContext(ctx, `SELECT admitted, waiting, opened FROM queue_events WHERE event_id = ?`,
-			r.EventID).Scan(&admitted, &waiting, &opened); err != nil {
-			return err
-		}
 		// Until the pre-queue has its positions nobody gets one: a request
-		// just after the opening instant joins the draw rather than jump it.
-		status := boxoffice.QueueQueued
-		if !opened && (preQueue || waiting > 0) {
-			status = boxoffice.QueueWaiting
+		// just after the opening instant joins the draw rather than jump
+		// it. SET reads the row as it was, so the CASEs agree; the result
+		// says which way it went (opened is set iff this one was queued).
+		var admitted int64
+		var opened bool
+		if err := tx.QueryRowContext(ctx, `INSERT INTO queue_events (event_id, admitted, waiting, opened)
+			VALUES (?1, NOT ?2, ?2, NOT ?2)
+			ON CONFLICT (event_id) DO UPDATE SET
+				admitted = admitted + (opened OR NOT (?2 OR waiting > 0)),
+				waiting  = waiting + NOT (opened OR NOT (?2 OR waiting > 0)),
+				opened   = opened OR NOT (?2 OR waiting > 0)
+			RETURNING admitted, opened`, r.EventID, preQueue).Scan(&admitted, &opened); err != nil {
+			return err
 		}
 		row := *r
 		row.Position = 0
-		var seq any // NULL in the pre-queue
-		if status == boxoffice.QueueQueued {
-			row.Position = admitted + 1
-			if seq, err = nextLogSeq(ctx, tx); err != nil {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, `UPDATE queue_events SET admitted = ?, opened = 1 WHERE event_id = ?`, row.Position, r.EventID)
-		} else {
-			_, err = tx.ExecContext(ctx, `UPDATE queue_events SET waiting = waiting + 1 WHERE event_id = ?`, r.EventID)
+		status := boxoffice.QueueWaiting
+		if opened {
+			row.Position, status = admitted, boxoffice.QueueQueued
 		}
-		if err != nil {
-			return err
-		}
+		// log_seq: the log's order, max + 1 (one look-up in its index);
+		// NULL in the pre-queue.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
 			(id, event_id, user_id, idempotency_key, request_hash, seat_ids, position, prequeued, log_seq, status, enqueued_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+				CASE WHEN ?8 THEN NULL ELSE (SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests) END, ?9, ?10)`,
 			row.ID, row.EventID, row.UserID, row.IdempotencyKey, row.RequestHash, string(seats), row.Position,
-			status == boxoffice.QueueWaiting, seq, string(status), millis(row.EnqueuedAt)); err != nil {
+			status == boxoffice.QueueWaiting, string(status), millis(row.EnqueuedAt)); err != nil {
 			return err
 		}
 		entry = &boxoffice.QueueEntry{Request: &row, Status: status}
