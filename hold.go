@@ -12,6 +12,12 @@ type HoldRequest struct {
 	// Owner is the booking the hold is for; only it can release or confirm.
 	Owner ID
 	TTL   time.Duration
+	// Supersede, when set, is an owner whose holds on these seats this
+	// request takes over as if the seats were free: seats that come back
+	// (a released or expired booking) pass straight from the old booking's
+	// hold to a waitlist offer, never free in between. Seats held by anyone
+	// else still refuse the request.
+	Supersede ID
 }
 
 // Hold is a granted HoldRequest.
@@ -36,8 +42,9 @@ type Hold struct {
 // plus the fence check at confirm, is the final arbiter.
 type Holds interface {
 	// Acquire holds every seat in the request for req.TTL, or none of them.
-	// If any seat is held by another owner it returns an ESEATTAKEN *Error
-	// whose Seats lists the seats in the way. Acquiring seats the same owner
+	// If any seat is held by another owner (neither req.Owner nor
+	// req.Supersede) it returns an ESEATTAKEN *Error whose Seats lists the
+	// seats in the way. Acquiring seats the same owner
 	// already holds succeeds and refreshes their expiry (a retried request);
 	// like any grant it gets a new fence, which replaces the old one on its
 	// seats. A request without seats or with a TTL that is not positive is

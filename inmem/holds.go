@@ -89,7 +89,8 @@ const maxSpare = 256
 // boxoffice.Holds). Repeated seat ids count once. The Hold's SeatIDs is
 // req.SeatIDs itself unless it had repeats. It returns EINVALID for
 // a request without seats or with a TTL that is not positive, and an
-// ESEATTAKEN *Error listing, in request order, the seats held by others.
+// ESEATTAKEN *Error listing, in request order, the seats held by others
+// than req.Owner and req.Supersede.
 func (h *Holds) Acquire(_ context.Context, req boxoffice.HoldRequest) (boxoffice.Hold, error) {
 	if len(req.SeatIDs) == 0 {
 		return boxoffice.Hold{}, boxoffice.Errorf(boxoffice.EINVALID, "a hold needs at least one seat")
@@ -122,7 +123,7 @@ func (h *Holds) Acquire(_ context.Context, req boxoffice.HoldRequest) (boxoffice
 	var taken []string
 	for n, s := range seats {
 		e := ev.stripes[idx[n]].seats[s]
-		if e != nil && e.expires > t && e.owner != req.Owner {
+		if e != nil && e.expires > t && e.owner != req.Owner && (req.Supersede == 0 || e.owner != req.Supersede) {
 			if taken == nil {
 				taken = make([]string, 0, len(seats)-n)
 			}

@@ -52,8 +52,9 @@
 //     invariant above. The hold's fence is F.
 //  3. If a section is taken at step 1, the sections already held are given
 //     back (undoLua): a seat still holding exactly "<owner>:<its fence>"
-//     gets back the same owner's earlier hold it replaced (fence and
-//     expiry, as the acquire script reported them) or is deleted; any
+//     gets back the earlier hold it replaced, the same owner's or the
+//     superseded owner's (value and expiry, as the acquire script reported
+//     them), or is deleted; any
 //     other value, a newer hold, is left alone. So a failed retry leaves
 //     the owner's earlier hold as it was. The remaining sections are read
 //     to report every seat in the way, and Acquire returns ESEATTAKEN. If a seat was lost between steps 1 and 2 (possible only
@@ -224,6 +225,10 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 
 	groups := h.groups(req.EventID, req.SeatIDs, true)
 	owner := req.Owner.String()
+	supersede := ""
+	if req.Supersede != 0 {
+		supersede = req.Supersede.String()
+	}
 	ttl := millis(req.TTL)
 	expires := time.Now().Add(req.TTL)
 
@@ -232,7 +237,7 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 	for i, g := range groups {
 		res := acquireScript.exec(ctx, h.client,
 			append([]string{g.counter}, g.keys...),
-			[]string{owner, ttl, strconv.FormatInt(fence, 10)})
+			[]string{owner, ttl, strconv.FormatInt(fence, 10), supersede})
 		reply, err := res.AsIntSlice()
 		if err == nil && len(reply) == 0 {
 			err = errBadReply
@@ -245,12 +250,12 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 					taken[g.seats[j-1]] = true
 				}
 			}
-			h.takenIn(ctx, owner, groups[i+1:], taken)
+			h.takenIn(ctx, owner, supersede, groups[i+1:], taken)
 			return boxoffice.Hold{}, seatsTaken(req.SeatIDs, taken, "")
 		}
 		var gr grant
 		if err == nil {
-			gr, err = parseGrant(g, reply)
+			gr, err = parseGrant(g, reply, owner, supersede)
 		}
 		if err != nil {
 			if len(groups) > 1 {
@@ -279,31 +284,35 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 }
 
 // grant is what the acquire script did in one section: the fence it gave,
-// and the same owner's holds it replaced.
+// and the holds it replaced (the same owner's, or the superseded owner's).
 type grant struct {
 	g     *group
 	fence int64
 	prev  []prior
 }
 
-// prior is a seat's earlier hold by the same owner: g.seats[i] under fence,
+// prior is a seat's earlier hold: g.seats[i] held with value (owner:fence),
 // expiring at the Unix time in ms expires.
 type prior struct {
 	i       int
-	fence   int64
+	value   string
 	expires int64
 }
 
-func parseGrant(g *group, reply []int64) (grant, error) {
-	if len(reply) < 2 || reply[0] != 1 || (len(reply)-2)%3 != 0 {
+func parseGrant(g *group, reply []int64, owner, supersede string) (grant, error) {
+	if len(reply) < 2 || reply[0] != 1 || (len(reply)-2)%4 != 0 {
 		return grant{}, errBadReply
 	}
 	gr := grant{g: g, fence: reply[1]}
-	for r := reply[2:]; len(r) > 0; r = r[3:] {
+	for r := reply[2:]; len(r) > 0; r = r[4:] {
 		if r[0] < 1 || int(r[0]) > len(g.keys) {
 			return grant{}, errBadReply
 		}
-		gr.prev = append(gr.prev, prior{i: int(r[0]) - 1, fence: r[1], expires: r[2]})
+		who := owner
+		if r[3] == 1 {
+			who = supersede
+		}
+		gr.prev = append(gr.prev, prior{i: int(r[0]) - 1, value: fenceValue(who, r[1]), expires: r[2]})
 	}
 	return gr, nil
 }
@@ -402,7 +411,7 @@ func (h *Holds) giveBack(parent context.Context, back []undo) {
 			n := len(u.g.keys)
 			args = append(args, make([]string, 2*n)...)
 			for _, p := range u.prev {
-				args[2+p.i] = fenceValue(ownerOf(u.want), p.fence)
+				args[2+p.i] = p.value
 				args[2+n+p.i] = strconv.FormatInt(p.expires, 10)
 			}
 		}
@@ -411,15 +420,10 @@ func (h *Holds) giveBack(parent context.Context, back []undo) {
 	undoScript.execMulti(ctx, h.client, execs)
 }
 
-// ownerOf returns the owner part of a seat value "<owner>:<fence>".
-func ownerOf(value string) string {
-	owner, _, _ := strings.Cut(value, ":")
-	return owner
-}
-
 // takenIn adds to taken the seats of groups held by owners other than
-// owner. It is best effort: it only makes an ESEATTAKEN more complete.
-func (h *Holds) takenIn(ctx context.Context, owner string, groups []*group, taken map[string]bool) {
+// owner and supersede. It is best effort: it only makes an ESEATTAKEN more
+// complete.
+func (h *Holds) takenIn(ctx context.Context, owner, supersede string, groups []*group, taken map[string]bool) {
 	if len(groups) == 0 {
 		return
 	}
@@ -427,10 +431,10 @@ func (h *Holds) takenIn(ctx context.Context, owner string, groups []*group, take
 	if err != nil {
 		return
 	}
-	mine := owner + ":"
+	mine, sup := owner+":", supersede+":"
 	for gi, g := range groups {
 		for j, v := range vals[gi] {
-			if v != "" && !strings.HasPrefix(v, mine) {
+			if v != "" && !strings.HasPrefix(v, mine) && (supersede == "" || !strings.HasPrefix(v, sup)) {
 				taken[g.seats[j]] = true
 			}
 		}

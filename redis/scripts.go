@@ -15,16 +15,20 @@ import (
 // them out of Lua's exponent notation.
 
 // acquireLua holds every seat or none. KEYS[1] is the group's fence counter,
-// KEYS[2..] its seats; ARGV is owner, ttl in ms, floor. A seat is free if it
-// has no value or the value is the same owner's. The new fence is the
-// largest of counter+1, floor and the server clock in microseconds (see the
-// package comment). Reply: {1, fence, i, fence_i, expiry_i, ...}, listing for
-// each seat i the same owner held before its fence and absolute expiry in ms
-// (for undoLua); or {0, i...} with the 1-based indexes of the seats held by
+// KEYS[2..] its seats; ARGV is owner, ttl in ms, floor, and the owner whose
+// holds are superseded (empty for none). A seat is free if it has no value or
+// the value is the same owner's or the superseded owner's. The new fence is
+// the largest of counter+1, floor and the server clock in microseconds (see
+// the package comment). Reply: {1, fence, i, fence_i, expiry_i, who_i, ...},
+// listing for each seat i held before by the same owner (who_i 0) or the
+// superseded one (who_i 1) its fence and absolute expiry in ms (for
+// undoLua); or {0, i...} with the 1-based indexes of the seats held by
 // someone else, having written nothing.
 const acquireLua = `
 local mine = ARGV[1] .. ':'
 local n = #mine
+local sup = ''
+if ARGV[4] and ARGV[4] ~= '' then sup = ARGV[4] .. ':' end
 local now = redis.call('TIME')
 local nowms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local taken = {0}
@@ -32,15 +36,22 @@ local reply = {1, 0}
 for i = 2, #KEYS do
   local v = redis.call('GET', KEYS[i])
   if v then
-    if string.sub(v, 1, n) ~= mine then
+    local who, len = -1, 0
+    if string.sub(v, 1, n) == mine then
+      who, len = 0, n
+    elseif sup ~= '' and string.sub(v, 1, #sup) == sup then
+      who, len = 1, #sup
+    end
+    if who < 0 then
       taken[#taken + 1] = i - 1
     else
       local pttl = redis.call('PTTL', KEYS[i])
-      local f = tonumber(string.sub(v, n + 1))
+      local f = tonumber(string.sub(v, len + 1))
       if pttl > 0 and f then
         reply[#reply + 1] = i - 1
         reply[#reply + 1] = f
         reply[#reply + 1] = nowms + pttl
+        reply[#reply + 1] = who
       end
     end
   end
