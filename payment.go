@@ -31,4 +31,8 @@ type PaymentGateway interface {
 	Capture(ctx context.Context, authID string) error
 	// Void drops an authorization so that nothing is taken.
 	Void(ctx context.Context, authID string) error
+	// Refund gives back amountCents of a captured (or still authorized)
+	// payment. The same idempotencyKey returns the first refund's result,
+	// so a retried refund pays back once.
+	Refund(ctx context.Context, authID string, amountCents int64, idempotencyKey string) error
 }

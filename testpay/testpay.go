@@ -35,6 +35,8 @@ const (
 	Authorized AuthStatus = "authorized"
 	Captured   AuthStatus = "captured"
 	Voided     AuthStatus = "voided"
+	// Refunded: captured, then paid back in full.
+	Refunded AuthStatus = "refunded"
 )
 
 // Auth is one authorization as the gateway remembers it.
@@ -43,6 +45,9 @@ type Auth struct {
 	Key         string
 	AmountCents int64
 	Status      AuthStatus
+	// RefundedCents is what was paid back (refunds by distinct keys add
+	// up, never past AmountCents).
+	RefundedCents int64
 }
 
 // Gateway is the test gateway. The zero value is not usable; call New.
@@ -50,17 +55,18 @@ type Gateway struct {
 	// SlowDelay is how long tok_slow takes.
 	SlowDelay time.Duration
 
-	mu    sync.Mutex
-	seq   int
-	auths map[string]*Auth  // by id
-	byKey map[string]string // idempotency key → auth id
+	mu      sync.Mutex
+	seq     int
+	auths   map[string]*Auth  // by id
+	byKey   map[string]string // idempotency key → auth id
+	refunds map[string]bool   // refund idempotency keys seen
 }
 
 var _ boxoffice.PaymentGateway = (*Gateway)(nil)
 
 // New returns a test gateway.
 func New() *Gateway {
-	return &Gateway{SlowDelay: 3 * time.Second, auths: map[string]*Auth{}, byKey: map[string]string{}}
+	return &Gateway{SlowDelay: 3 * time.Second, auths: map[string]*Auth{}, byKey: map[string]string{}, refunds: map[string]bool{}}
 }
 
 // Authorize implements boxoffice.PaymentGateway. The same IdempotencyKey
@@ -133,6 +139,39 @@ func (g *Gateway) Void(ctx context.Context, authID string) error {
 	return nil
 }
 
+// Refund implements boxoffice.PaymentGateway. A still-authorized payment is
+// voided instead (nothing was taken); a captured one is paid back. The
+// same idempotencyKey refunds once. An authorization this gateway no
+// longer knows (the process restarted) is taken as refunded.
+func (g *Gateway) Refund(ctx context.Context, authID string, amountCents int64, idempotencyKey string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if idempotencyKey != "" && g.refunds[idempotencyKey] {
+		return nil
+	}
+	a, ok := g.auths[authID]
+	if !ok {
+		return nil
+	}
+	switch {
+	case amountCents <= 0 || amountCents > a.AmountCents-a.RefundedCents:
+		return boxoffice.Errorf(boxoffice.EINVALID, "refund of %d cents exceeds what is left of %s", amountCents, authID)
+	case a.Status == Voided:
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "authorization %s was voided", authID)
+	case a.Status == Authorized:
+		a.Status = Voided
+	default:
+		a.RefundedCents += amountCents
+		if a.RefundedCents == a.AmountCents {
+			a.Status = Refunded
+		}
+	}
+	if idempotencyKey != "" {
+		g.refunds[idempotencyKey] = true
+	}
+	return nil
+}
+
 // Auths returns a copy of every authorization, for tests and audits.
 func (g *Gateway) Auths() []Auth {
 	g.mu.Lock()
@@ -144,15 +183,16 @@ func (g *Gateway) Auths() []Auth {
 	return out
 }
 
-// Charged returns the total of captured plus still-authorized money per
-// idempotency key: what a card holder would see on their statement.
+// Charged returns the total of captured plus still-authorized money, less
+// refunds, per idempotency key: what a card holder would see on their
+// statement. Keys whose money was all given back are left out.
 func (g *Gateway) Charged() map[string]int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := map[string]int64{}
 	for _, a := range g.auths {
-		if a.Status != Voided {
-			out[a.Key] += a.AmountCents
+		if a.Status != Voided && a.Status != Refunded {
+			out[a.Key] += a.AmountCents - a.RefundedCents
 		}
 	}
 	return out

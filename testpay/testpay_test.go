@@ -50,3 +50,42 @@ func TestIdempotentAuthorizeCaptureVoid(t *testing.T) {
 		t.Errorf("Charged = %v", got)
 	}
 }
+
+func TestRefund(t *testing.T) {
+	ctx := context.Background()
+	t.Run("CapturedIsPaidBackOncePerKey", func(t *testing.T) {
+		g := New()
+		a, _ := g.Authorize(ctx, boxoffice.PaymentRequest{Token: TokenApprove, AmountCents: 800, IdempotencyKey: "b1"})
+		_ = g.Capture(ctx, a.ID)
+		for range 3 {
+			if err := g.Refund(ctx, a.ID, 800, "refund:b1"); err != nil {
+				t.Fatalf("Refund: %v", err)
+			}
+		}
+		if got := g.Charged(); got["b1"] != 0 {
+			t.Errorf("Charged after a refund = %v, want nothing for b1", got)
+		}
+		if err := g.Refund(ctx, a.ID, 1, "refund:again"); boxoffice.ErrorCode(err) != boxoffice.EINVALID {
+			t.Errorf("refunding past the amount: %v, want invalid", err)
+		}
+	})
+	t.Run("AuthorizedIsVoided", func(t *testing.T) {
+		g := New()
+		a, _ := g.Authorize(ctx, boxoffice.PaymentRequest{Token: TokenApprove, AmountCents: 300, IdempotencyKey: "b2"})
+		if err := g.Refund(ctx, a.ID, 300, "refund:b2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Capture(ctx, a.ID); boxoffice.ErrorCode(err) != boxoffice.ECONFLICT {
+			t.Errorf("capture after the refund voided it: %v", err)
+		}
+	})
+	t.Run("PartialRefundsAddUp", func(t *testing.T) {
+		g := New()
+		a, _ := g.Authorize(ctx, boxoffice.PaymentRequest{Token: TokenApprove, AmountCents: 1000, IdempotencyKey: "b3"})
+		_ = g.Capture(ctx, a.ID)
+		_ = g.Refund(ctx, a.ID, 400, "r1")
+		if got := g.Charged()["b3"]; got != 600 {
+			t.Errorf("Charged after refunding 400 of 1000 = %d, want 600", got)
+		}
+	})
+}
