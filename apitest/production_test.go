@@ -1,6 +1,7 @@
 package apitest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/rueidis"
 
 	"github.com/boxoffice/boxoffice/kafka"
 	"github.com/boxoffice/boxoffice/postgres"
@@ -50,7 +52,7 @@ func TestProduction(t *testing.T) {
 
 	Run(t, func(t *testing.T) *Stack {
 		store := openSchemaStore(t, admin, pgURL, "apitest_")
-		prefix := "apitest:" + randomHex(6) + ":"
+		prefix := redisPrefix(t, client, "apitest:")
 		topic := "sale.requests." + randomHex(4)
 		if err := kc.EnsureTopics(ctx, map[string]int32{topic: 4}); err != nil {
 			t.Fatal(err)
@@ -110,4 +112,32 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// redisPrefix returns a fresh key prefix under base whose keys are deleted
+// when the test ends: the runs share the machine's Redis, and what a test
+// leaves (queue entries keep a day) would pile up.
+func redisPrefix(tb testing.TB, client rueidis.Client, base string) string {
+	prefix := base + randomHex(6) + ":"
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, node := range client.Nodes() {
+			var cursor uint64
+			for {
+				e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
+				if err != nil {
+					tb.Logf("clean-up of %s*: %v", prefix, err)
+					return
+				}
+				if len(e.Elements) > 0 {
+					_ = node.Do(ctx, node.B().Unlink().Key(e.Elements...).Build()).Error()
+				}
+				if cursor = e.Cursor; cursor == 0 {
+					break
+				}
+			}
+		}
+	})
+	return prefix
 }

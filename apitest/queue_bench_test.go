@@ -53,7 +53,7 @@ func BenchmarkQueue(b *testing.B) {
 		b.Cleanup(kc.Close)
 		for _, mode := range []string{"FrontDoor", "Drain", "Sale"} {
 			b.Run(mode, func(b *testing.B) {
-				prefix := "apitest-bench:" + randomHex(6) + ":"
+				prefix := redisPrefix(b, client, "apitest-bench:")
 				topic := "sale.requests." + randomHex(4)
 				if err := kc.EnsureTopics(ctx, map[string]int32{topic: 12}); err != nil {
 					b.Fatal(err)

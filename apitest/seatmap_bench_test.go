@@ -129,7 +129,7 @@ func BenchmarkSeatMap70kRebuild(b *testing.B) {
 	b.Run("Embedded", func(b *testing.B) { run(b, benchStack(b)) })
 	b.Run("Production", func(b *testing.B) {
 		admin, pgURL, client := benchServers(b)
-		prefix := "apitest-bench:" + randomHex(6) + ":"
+		prefix := redisPrefix(b, client, "apitest-bench:")
 		store := openSchemaStore(b, admin, pgURL, "apibench_")
 		run(b, NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), HoldTTL: 5 * time.Minute}))
 	})
