@@ -6,7 +6,7 @@ import (
 
 // BookingStatus is where a booking is in its life:
 //
-//	pending ──confirm──▶ confirmed
+//	pending ──confirm──▶ confirmed ──cancel (refund)──▶ cancelled
 //	   │ └──release──▶ released
 //	   └────expiry───▶ expired
 //
@@ -20,6 +20,9 @@ const (
 	BookingReleased  BookingStatus = "released"
 	BookingExpired   BookingStatus = "expired"
 	BookingFailed    BookingStatus = "failed"
+	// BookingCancelled: confirmed, then cancelled by its owner under the
+	// event's refund policy; its tickets are void and its payment refunded.
+	BookingCancelled BookingStatus = "cancelled"
 )
 
 // Booking is one user's claim on some seats of one event: a hold while
@@ -43,6 +46,13 @@ type Booking struct {
 	// PaymentAuthID is the authorization that paid for a confirmed booking.
 	PaymentAuthID string
 	Tickets       []Ticket
+	// ListingID, when set, makes this a resale purchase: one seat, the
+	// listed ticket's, at the listing's price. Confirming it moves the
+	// ticket to the buyer (see BookingStore.ConfirmBooking).
+	ListingID ID
+	// WaitlistEntryID, when set, makes this a waitlist offer: a hold made
+	// in the entry's user's name when seats came back.
+	WaitlistEntryID ID
 }
 
 // Live reports whether the booking is pending and its hold has not run out
@@ -69,6 +79,12 @@ const (
 	TicketVoid  TicketStatus = "void"
 )
 
+// Why a ticket is void.
+const (
+	VoidResold    = "resold"    // sold on through resale: the buyer has a new ticket
+	VoidCancelled = "cancelled" // its booking was cancelled and refunded
+)
+
 // Ticket is the right to one seat. At most one valid ticket exists per
 // (event, seat); the Store enforces it with a unique constraint.
 type Ticket struct {
@@ -77,10 +93,18 @@ type Ticket struct {
 	BookingID ID
 	SeatID    string
 	UserID    string
-	// Code is what the venue scans; it is random and changes on transfer.
+	// Code is what the venue scans; it is random and changes on transfer
+	// (a resale voids the ticket and issues the buyer a new one).
 	Code     string
 	Status   TicketStatus
 	IssuedAt time.Time
+	// VoidReason says why a void ticket is void (VoidResold, VoidCancelled).
+	VoidReason string
+	// CheckedInAt is when the venue admitted the ticket; zero until then.
+	// A ticket is admitted once.
+	CheckedInAt time.Time
+	// ListingID is the ticket's active resale listing, if it has one.
+	ListingID ID
 }
 
 // MaxSeatsPerRequest caps how many seats one reserve request may name,
@@ -117,4 +141,48 @@ func ValidateSeatSelection(layout map[string]Seat, seatIDs []string, limit int) 
 		return nil, &Error{Code: EINVALID, Message: "no such seat in this event", Seats: unknown}
 	}
 	return seats, nil
+}
+
+// BestAvailable asks for Quantity seats side by side in one row instead of
+// named seats: the best the event has left, in layout order (the sections
+// as the organiser listed them, front rows first, low numbers first),
+// optionally within one section or one price tier.
+type BestAvailable struct {
+	Quantity  int    `json:"quantity"`
+	Section   string `json:"section,omitempty"`
+	PriceTier string `json:"price_tier,omitempty"`
+}
+
+// Wants reports whether seat is in the request's section and tier.
+func (b *BestAvailable) Wants(seat Seat) bool {
+	return (b.Section == "" || b.Section == seat.Section) && (b.PriceTier == "" || b.PriceTier == seat.PriceTier)
+}
+
+// Validate checks the request against the layout: a quantity between 1
+// and limit, and at least that many seats in one row of the section and
+// tier asked for. It returns an ELIMIT or EINVALID *Error.
+func (b *BestAvailable) Validate(seats []Seat, limit int) error {
+	if b.Quantity < 1 {
+		return Errorf(EINVALID, "best_available.quantity must be at least 1")
+	}
+	if b.Quantity > limit {
+		return Errorf(ELIMIT, "at most %d seats in one request", limit)
+	}
+	run, prev := 0, Seat{}
+	for _, s := range seats {
+		if !b.Wants(s) {
+			run = 0
+			continue
+		}
+		if run > 0 && s.Section == prev.Section && s.Row == prev.Row {
+			run++
+		} else {
+			run = 1
+		}
+		prev = s
+		if run >= b.Quantity {
+			return nil
+		}
+	}
+	return Errorf(EINVALID, "the event has no row with %d seats in section %q, price tier %q", b.Quantity, b.Section, b.PriceTier)
 }

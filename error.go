@@ -26,6 +26,9 @@ const (
 	EPAYMENTFAILED   = "payment_failed"          // the gateway failed; nothing was charged (502)
 	EUNAVAILABLE     = "unavailable"             // a store is down; fail closed, retry later (503)
 	ETOOLARGE        = "too_large"               // request body over the limit (413)
+	ETICKETVOID      = "ticket_void"             // the ticket was resold or cancelled: its code admits nobody (410)
+	ECHECKEDIN       = "already_checked_in"      // the ticket was admitted before (409)
+	ECANCELCLOSED    = "cancellation_closed"     // the event's refund policy does not allow it (now) (409)
 	EINTERNAL        = "internal"                // a bug or an unexpected failure (500)
 )
 

@@ -47,6 +47,38 @@ type Event struct {
 	TicketLimit int
 	Sections    []Section
 	CreatedAt   time.Time
+
+	// The refund policy: when Refundable, a confirmed booking may be
+	// cancelled and refunded until RefundCutoffHours before StartsAt.
+	Refundable        bool
+	RefundCutoffHours int
+	// ResaleDisabled closes fan-to-fan resale for the event.
+	ResaleDisabled bool
+	// ResaleCapPercent caps a resale price at this percentage of the
+	// seat's face value (100: face value, as some markets require); 0 means
+	// no cap.
+	ResaleCapPercent int
+}
+
+// Resale and refund limits.
+const (
+	MaxRefundCutoffHours = 24 * 365
+	MaxResaleCapPercent  = 1000
+)
+
+// RefundOpen reports whether a confirmed booking may be cancelled and
+// refunded at now under the event's policy.
+func (e *Event) RefundOpen(now time.Time) bool {
+	return e.Refundable && now.Before(e.StartsAt.Add(-time.Duration(e.RefundCutoffHours)*time.Hour))
+}
+
+// ResaleMaxCents is the highest resale price of a seat of faceCents under
+// the event's cap, and false when there is no cap.
+func (e *Event) ResaleMaxCents(faceCents int64) (int64, bool) {
+	if e.ResaleCapPercent <= 0 {
+		return 0, false
+	}
+	return faceCents * int64(e.ResaleCapPercent) / 100, true
 }
 
 // Section is a block of seats with one price: Rows rows of SeatsPerRow
@@ -115,6 +147,12 @@ func (e *Event) Validate() error {
 	}
 	if e.TicketLimit < 1 || e.TicketLimit > MaxTicketLimit {
 		return bad("ticket_limit must be between 1 and %d", MaxTicketLimit)
+	}
+	if e.Refundable && (e.RefundCutoffHours < 0 || e.RefundCutoffHours > MaxRefundCutoffHours) {
+		return bad("refund_cutoff_hours must be between 0 and %d", MaxRefundCutoffHours)
+	}
+	if e.ResaleCapPercent < 0 || e.ResaleCapPercent > MaxResaleCapPercent {
+		return bad("resale_cap_percent must be between 0 (no cap) and %d", MaxResaleCapPercent)
 	}
 	if len(e.Sections) == 0 {
 		return bad("at least one section is required")

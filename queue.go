@@ -39,14 +39,17 @@ type QueuedRequest struct {
 	// ID is the request id; the booking a worker makes for it has the same
 	// id, so a redelivered request finds its booking instead of making a
 	// second one.
-	ID             ID        `json:"request_id"`
-	EventID        ID        `json:"event_id"`
-	UserID         string    `json:"user_id"`
-	SeatIDs        []string  `json:"seat_ids"`
-	IdempotencyKey string    `json:"idempotency_key"`
-	RequestHash    string    `json:"request_hash"`
-	Position       int64     `json:"position"` // 0 while waiting for the sale to open
-	EnqueuedAt     time.Time `json:"enqueued_at"`
+	ID      ID       `json:"request_id"`
+	EventID ID       `json:"event_id"`
+	UserID  string   `json:"user_id"`
+	SeatIDs []string `json:"seat_ids"`
+	// Best, instead of SeatIDs, asks for the best seats left when the
+	// worker serves the request.
+	Best           *BestAvailable `json:"best_available,omitempty"`
+	IdempotencyKey string         `json:"idempotency_key"`
+	RequestHash    string         `json:"request_hash"`
+	Position       int64          `json:"position"` // 0 while waiting for the sale to open
+	EnqueuedAt     time.Time      `json:"enqueued_at"`
 }
 
 // QueueEntry is a request with where it is.

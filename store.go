@@ -14,6 +14,9 @@ import (
 type Store interface {
 	EventStore
 	BookingStore
+	TicketStore
+	ResaleStore
+	WaitlistStore
 	IdempotencyStore
 	OutboxStore
 	// Ping reports whether the database is reachable.
@@ -44,9 +47,10 @@ type EventStore interface {
 type NewBooking struct {
 	Booking *Booking
 	// TicketLimit is the event's per-user limit: the store refuses (ELIMIT)
-	// when the user's live and confirmed seats for the event plus these
-	// would exceed it. Checked inside the transaction, so parallel requests
-	// from one user cannot slip past it.
+	// when the user's seats for the event (the seats of their live pending
+	// bookings and their valid tickets) plus these would exceed it. Checked
+	// inside the transaction, so parallel requests from one user cannot
+	// slip past it.
 	TicketLimit int
 	// Idempotency, when set, is recorded in the same transaction, so a
 	// booking and the answer to its retries are written together or not at
@@ -77,6 +81,10 @@ type PaymentStatus string
 const (
 	PaymentAuthorized PaymentStatus = "authorized"
 	PaymentCaptured   PaymentStatus = "captured"
+	// PaymentRefundPending: the booking was cancelled; the refund is owed
+	// and retried by the reconciler until the gateway confirms it.
+	PaymentRefundPending PaymentStatus = "refund_pending"
+	PaymentRefunded      PaymentStatus = "refunded"
 )
 
 // Payment is the record of a booking's charge.
@@ -92,16 +100,35 @@ type Payment struct {
 //
 // Every change of a booking's status writes one event to the outbox, in
 // the same transaction: CreateBooking booking.held, ConfirmBooking
-// booking.confirmed (not when it returns a booking confirmed before),
-// ReleaseBooking booking.released or booking.expired (after to),
-// ExpireBookings booking.expired for each booking. A call that fails
-// writes no event.
+// booking.confirmed (not when it returns a booking confirmed before; a
+// resale purchase also ticket.resold), ReleaseBooking booking.released or
+// booking.expired (after to), ExpireBookings booking.expired for each
+// booking, CancelBooking booking.cancelled. A call that fails writes no
+// event.
+//
+// Every call that ends a hold or a sale (ReleaseBooking, ExpireBookings,
+// CancelBooking) also writes a SeatReturn of the booking's seats in the
+// same transaction, for the waitlist (see WaitlistStore); a resale
+// purchase's return names its listing.
 type BookingStore interface {
 	// CreateBooking writes a pending booking (see NewBooking for the limit
 	// and idempotency rules). Errors: ELIMIT, EIDEMINFLIGHT, ENOTFOUND for
 	// an unknown event, and ESEATTAKEN (naming the seats) when a seat already
 	// has a valid ticket: the lock layer forgets a sold seat once its hold
 	// runs out, the database does not.
+	//
+	// A resale purchase (Booking.ListingID set) has exactly one seat, the
+	// listing's: the listing must be active and of this event and seat
+	// (ECONFLICT "no longer on sale" otherwise, ENOTFOUND if there is no
+	// such listing), not the buyer's own (EINVALID), and not claimed by
+	// another live pending booking at Booking.CreatedAt (ESEATTAKEN: the
+	// database backs the lock layer up). The seat being sold is what a
+	// listing is, so the sold-seat check does not apply.
+	//
+	// A waitlist offer (Booking.WaitlistEntryID set) moves the entry from
+	// waiting to offered (Offers+1, BookingID = this booking) in the same
+	// transaction; ECONFLICT if the entry is not waiting, or not this
+	// user's or event's.
 	CreateBooking(ctx context.Context, nb NewBooking) error
 
 	// Booking returns a booking, with its tickets once confirmed, or
@@ -120,23 +147,138 @@ type BookingStore interface {
 	// A booking already confirmed is returned as it is, with a nil error and
 	// nothing written: the caller compares PaymentAuthID with its own to
 	// tell a retry from a second payment (which it must void).
+	//
+	// A resale purchase also, in the same transaction: marks the listing
+	// sold to this booking (ECONFLICT if it is no longer active), voids the
+	// seller's ticket with VoidResold (ECONFLICT if it is no longer valid,
+	// or checked in), issues the one ticket of c.Tickets to the buyer,
+	// writes the seller's Payout of the listing's price, and a
+	// ticket.resold event. A waitlist offer's entry becomes fulfilled.
 	ConfirmBooking(ctx context.Context, c ConfirmBooking) (*Booking, error)
 
 	// ReleaseBooking moves a pending booking to released or expired (to).
 	// It returns the booking as it is afterwards; ECONFLICT if it was not
-	// pending.
+	// pending. A waitlist offer's entry, if still offered, lapses.
 	ReleaseBooking(ctx context.Context, id ID, to BookingStatus, now time.Time) (*Booking, error)
 
 	// ExpireBookings moves up to limit pending bookings whose hold ran out
-	// before cutoff to expired and returns them.
+	// at or before cutoff to expired and returns them, oldest hold first;
+	// offers lapse as in ReleaseBooking.
 	ExpireBookings(ctx context.Context, cutoff time.Time, limit int) ([]*Booking, error)
 
-	// MarkCaptured records that a booking's payment was captured.
+	// CancelBooking moves a confirmed booking to cancelled at c.Now: its
+	// tickets become void (VoidCancelled), its payment refund_pending (the
+	// caller then refunds and calls MarkRefunded), and its seats come back
+	// (a SeatReturn). It refuses with ECONFLICT, writing nothing, when the
+	// booking is not confirmed, is a resale purchase, or any of its tickets
+	// is no longer valid (resold), checked in or listed for resale. A
+	// booking already cancelled is returned as it is with a nil error. The
+	// refund policy is the caller's to check. Idempotency, when set, is
+	// recorded in the same transaction.
+	CancelBooking(ctx context.Context, c CancelBooking) (*Booking, error)
+
+	// Payment returns a booking's payment, or ENOTFOUND.
+	Payment(ctx context.Context, bookingID ID) (*Payment, error)
+
+	// MarkCaptured records that a booking's payment was captured. A payment
+	// in refund_pending or refunded is left as it is (nil error): a late
+	// capture must not erase a refund that is owed.
 	MarkCaptured(ctx context.Context, bookingID ID) error
 
 	// UncapturedPayments returns up to limit payments still authorized that
 	// were recorded before cutoff (a crash between commit and capture).
 	UncapturedPayments(ctx context.Context, cutoff time.Time, limit int) ([]Payment, error)
+
+	// MarkRefunded records that a refund_pending payment was refunded at
+	// now. A payment refunded before is left as it is.
+	MarkRefunded(ctx context.Context, bookingID ID, now time.Time) error
+
+	// RefundsDue returns up to limit payments in refund_pending, oldest
+	// first: refunds a crash or a gateway failure left owed.
+	RefundsDue(ctx context.Context, limit int) ([]Payment, error)
+}
+
+// CancelBooking is what Cancel writes.
+type CancelBooking struct {
+	BookingID ID
+	Now       time.Time
+	// Idempotency, when set, is recorded in the same transaction.
+	Idempotency *IdempotencyRecord
+}
+
+// TicketStore reads tickets and admits them at the venue.
+type TicketStore interface {
+	// Ticket returns a ticket (valid or void) with its active ListingID, or
+	// ENOTFOUND.
+	Ticket(ctx context.Context, id ID) (*Ticket, error)
+	// UserTickets returns the user's valid tickets, newest first, each with
+	// its active ListingID.
+	UserTickets(ctx context.Context, userID string) ([]Ticket, error)
+	// CheckIn admits the ticket with this code at now, once, at the doors of
+	// event eventID (0: any event). It returns the ticket as admitted.
+	// Errors: ENOTFOUND (no ticket has this code), ECONFLICT (a ticket of
+	// another event, which is not admitted or used up),
+	// ETICKETVOID (the code was voided by a resale or a cancellation: it
+	// admits nobody), ECHECKEDIN (admitted before; the ticket is returned
+	// with the error's message naming the time). An active listing of the
+	// ticket is voided in the same transaction (ListingVoid): a ticket that
+	// was used cannot be sold.
+	CheckIn(ctx context.Context, eventID ID, code string, now time.Time) (*Ticket, error)
+}
+
+// ResaleStore keeps resale listings and payouts.
+type ResaleStore interface {
+	// CreateListing lists a ticket. The store sets l.EventID and l.SeatID
+	// from the ticket, l.Status to active. It refuses with ENOTFOUND when
+	// the ticket does not exist or is not l.SellerID's valid ticket, and
+	// with ECONFLICT when it is checked in or already listed. Idempotency,
+	// when set, is recorded in the same transaction (EIDEMINFLIGHT if the
+	// key is taken). The event's resale rules (closed, price cap) are the
+	// caller's to check.
+	CreateListing(ctx context.Context, l *Listing, idem *IdempotencyRecord) error
+	// Listing returns a listing, or ENOTFOUND.
+	Listing(ctx context.Context, id ID) (*Listing, error)
+	// EventListings returns the event's active listings, by seat id.
+	EventListings(ctx context.Context, eventID ID) ([]Listing, error)
+	// UserListings returns the seller's listings, newest first.
+	UserListings(ctx context.Context, sellerID string) ([]Listing, error)
+	// WithdrawListing takes an active listing of sellerID off the market at
+	// now and returns it. ENOTFOUND if it is not the seller's; ECONFLICT if
+	// it is not active, or a live pending booking (a buyer's hold at now)
+	// claims it. A listing withdrawn before is returned as it is.
+	WithdrawListing(ctx context.Context, id ID, sellerID string, now time.Time) (*Listing, error)
+	// UserPayouts returns the seller's payouts, newest first.
+	UserPayouts(ctx context.Context, sellerID string) ([]Payout, error)
+}
+
+// WaitlistStore keeps waitlist entries and the seat returns that feed
+// them.
+type WaitlistStore interface {
+	// JoinWaitlist writes a waiting entry. ENOTFOUND for an unknown event;
+	// ECONFLICT when the user has a live entry (waiting or offered) for the
+	// event; EIDEMINFLIGHT when idem's key is taken. Idempotency, when
+	// set, is recorded in the same transaction. That the entry's section,
+	// tier and quantity fit the event is the caller's to check.
+	JoinWaitlist(ctx context.Context, e *WaitlistEntry, idem *IdempotencyRecord) error
+	// WaitlistEntry returns an entry, or ENOTFOUND.
+	WaitlistEntry(ctx context.Context, id ID) (*WaitlistEntry, error)
+	// UserWaitlist returns the user's entries, newest first.
+	UserWaitlist(ctx context.Context, userID string) ([]WaitlistEntry, error)
+	// LeaveWaitlist moves a live entry to left at now and returns it; an
+	// entry that is no longer live is returned as it is. (An open offer's
+	// booking is the caller's to release.)
+	LeaveWaitlist(ctx context.Context, id ID, now time.Time) (*WaitlistEntry, error)
+	// WaitingEntries returns up to limit waiting entries of the event with
+	// an ID above after, in join order (by ID).
+	WaitingEntries(ctx context.Context, eventID, after ID, limit int) ([]WaitlistEntry, error)
+	// WaitlistAhead counts the event's waiting entries that joined before
+	// entry id.
+	WaitlistAhead(ctx context.Context, eventID, id ID) (int, error)
+
+	// PendingReturns returns up to limit seat returns, oldest first.
+	PendingReturns(ctx context.Context, limit int) ([]SeatReturn, error)
+	// DeleteReturn forgets a handled return; an unknown id is not an error.
+	DeleteReturn(ctx context.Context, id int64) error
 }
 
 // IdempotencyRecord is the stored answer to a state-changing request,
@@ -172,6 +314,7 @@ const (
 	TopicBookingConfirmed = "booking.confirmed"
 	TopicBookingReleased  = "booking.released"
 	TopicBookingExpired   = "booking.expired"
+	TopicBookingCancelled = "booking.cancelled"
 )
 
 // OutboxEvent is one booking event in the transactional outbox.
@@ -179,7 +322,8 @@ type OutboxEvent struct {
 	// Seq orders the outbox; it is the store's, not the consumers'.
 	Seq int64
 	// ID is unique per event ("<topic>:<booking id>": a booking enters each
-	// state once), for consumers to de-duplicate an at-least-once relay.
+	// state once; "ticket.resold:<listing id>"), for consumers to
+	// de-duplicate an at-least-once relay.
 	ID string
 	// Topic is one of the Topic constants; Key the booking id, so that one
 	// booking's events stay in order on one partition.
@@ -224,6 +368,10 @@ type BookingSnapshot struct {
 	Status      BookingStatus `json:"status"`
 	AmountCents int64         `json:"amount_cents"`
 	HeldUntil   time.Time     `json:"held_until"`
+	// ListingID is set on a resale purchase, WaitlistEntryID on a waitlist
+	// offer.
+	ListingID       ID `json:"listing_id,omitempty"`
+	WaitlistEntryID ID `json:"waitlist_entry_id,omitempty"`
 }
 
 // NewBookingEvent returns the outbox event that reports b entering the
@@ -248,6 +396,9 @@ func NewBookingEvent(topic string, b *Booking, at time.Time) (OutboxEvent, error
 			Status:      b.Status,
 			AmountCents: b.AmountCents,
 			HeldUntil:   b.HeldUntil.UTC(),
+			ListingID:   b.ListingID,
+
+			WaitlistEntryID: b.WaitlistEntryID,
 		},
 	})
 	if err != nil {

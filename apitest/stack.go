@@ -65,6 +65,10 @@ type Parts struct {
 	// clock so that tests that wait them out stay quick.
 	PendingGrace time.Duration
 	SeatmapTTL   time.Duration
+	// HandoverGrace and OfferWindow of the service: defaults 30s (at most
+	// HoldTTL) and HoldTTL.
+	HandoverGrace time.Duration
+	OfferWindow   time.Duration
 	// Shared, when set, is the seat map's cache across nodes.
 	Shared seatmap.Shared
 	// Queue, Log and Notifier run queued sales; nil Queue skips the queue
@@ -79,15 +83,20 @@ type Parts struct {
 
 // Stack is a running service and what tests need to drive and audit it.
 type Stack struct {
-	URL          string
-	Service      *sale.Service
-	Store        boxoffice.Store
-	Holds        boxoffice.Holds
-	Pay          *testpay.Gateway
-	Seats        *seatmap.Cache
-	Auth         *auth.Authenticator
-	Advance      func(time.Duration)
+	URL     string
+	Service *sale.Service
+	Store   boxoffice.Store
+	Holds   boxoffice.Holds
+	Pay     *testpay.Gateway
+	Seats   *seatmap.Cache
+	Auth    *auth.Authenticator
+	// Advance moves time and then runs one returns pass, as the pass that
+	// runs every second in a server would after that much time.
+	Advance func(time.Duration)
+	// AdvanceClock moves time and nothing else.
+	AdvanceClock func(time.Duration)
 	HoldTTL      time.Duration
+	OfferWindow  time.Duration
 	PendingGrace time.Duration
 	SeatmapTTL   time.Duration
 	Now          func() time.Time
@@ -116,6 +125,12 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	if p.SeatmapTTL == 0 {
 		p.SeatmapTTL = 10 * time.Second
 	}
+	if p.HandoverGrace == 0 {
+		p.HandoverGrace = min(30*time.Second, p.HoldTTL)
+	}
+	if p.OfferWindow == 0 {
+		p.OfferWindow = p.HoldTTL
+	}
 	ids, err := snowflake.New(int(time.Now().UnixNano()%snowflake.MaxNode), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -136,16 +151,24 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	}
 	svc := sale.New(sale.Deps{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Payments: pay, IDs: ids, Now: now, Log: log,
 		Queue: p.Queue, RequestLog: p.Log, Notifier: p.Notifier},
-		sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second})
+		sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second,
+			HandoverGrace: p.HandoverGrace, OfferWindow: p.OfferWindow})
 	seats := seatmap.New(svc, p.Store, p.Holds, p.SeatmapTTL, now)
 	if p.Shared != nil {
 		seats.Share(p.Shared, p.Leases)
 	}
+	svc.UseAvailability(seats)
 	api := httpapi.New(svc, seats, a, log)
 	srv := httptest.NewServer(api)
 	st := &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: seats, Auth: a,
-		Advance: p.Advance, HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, SeatmapTTL: p.SeatmapTTL, Now: now,
-		Queue: p.Queue, Log: p.Log, QueueStorm: p.QueueStorm}
+		AdvanceClock: p.Advance, HoldTTL: p.HoldTTL, OfferWindow: p.OfferWindow, PendingGrace: p.PendingGrace,
+		SeatmapTTL: p.SeatmapTTL, Now: now, Queue: p.Queue, Log: p.Log, QueueStorm: p.QueueStorm}
+	st.Advance = func(d time.Duration) {
+		p.Advance(d)
+		if _, err := svc.ProcessReturns(ctx); err != nil {
+			t.Errorf("returns pass: %v", err)
+		}
+	}
 	// The background parts of a process: the notices into the streams and,
 	// with a queue, the opener of pre-queues. Workers start on demand.
 	bg, stop := context.WithCancel(context.Background())

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStack func(t *testing.T) *Stack) {
 		{"ConfirmIdempotentAndChargedOnce", testConfirmIdempotent},
 		{"PaymentOutcomes", testPaymentOutcomes},
 		{"TicketLimitPerUser", testTicketLimit},
+		{"BestAvailable", testBestAvailable},
 		{"AuthorizationAcrossUsers", testAuthorization},
 		{"ReleaseIsIdempotent", testRelease},
 		{"SeatMapCaching", testSeatMapCaching},
@@ -50,6 +51,14 @@ func Run(t *testing.T, newStack func(t *testing.T) *Stack) {
 		{"QueueDuplicateDelivery", testDuplicateDelivery},
 		{"QueueWaitEstimate", testWaitEstimate},
 		{"QueueStream", testQueueStream},
+		{"QueuedBestAvailable", testQueuedBestAvailable},
+		{"WaitlistExpiryOffersInJoinOrder", testWaitlistExpiryOffersInJoinOrder},
+		{"WaitlistReleaseAndDecline", testWaitlistReleaseAndDecline},
+		{"WaitlistInput", testWaitlistInput},
+		{"ResaleRaceOneTicketOneCharge", testResaleRace},
+		{"ResaleCheckIn", testResaleCheckIn},
+		{"CancelRefund", testCancelRefund},
+		{"AfterSaleRandomizedAudit", testAfterSaleAudit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -842,7 +851,7 @@ func testReconciler(t *testing.T, s *Stack) {
 	if rep, err := s.Service.Reconcile(ctx); err != nil || rep.Expired != 0 {
 		t.Fatalf("early pass: %+v %v", rep, err)
 	}
-	s.Advance(s.HoldTTL + 2*s.PendingGrace)
+	s.AdvanceClock(s.HoldTTL + 2*s.PendingGrace) // no returns pass: the reconciler catches what it missed
 	rep, err := s.Service.Reconcile(ctx)
 	if err != nil || rep.Expired != 1 {
 		t.Fatalf("pass after hold+grace: %+v %v, want 1 expired", rep, err)

@@ -12,6 +12,12 @@ type reserveRequest struct {
 	EventID        boxoffice.ID `json:"event_id"`
 	SeatIDs        []string     `json:"seat_ids"`
 	IdempotencyKey string       `json:"idempotency_key"`
+	// ListingID buys a resale listing instead (event_id may then be left
+	// out).
+	ListingID boxoffice.ID `json:"listing_id"`
+	// BestAvailable asks for the best seats side by side instead of
+	// seat_ids.
+	BestAvailable *boxoffice.BestAvailable `json:"best_available"`
 }
 
 // decodeReserve turns a reserve body plus the Idempotency-Key header into
@@ -22,13 +28,13 @@ func decodeReserve(q reserveRequest, header string) (sale.ReserveRequest, error)
 	if err != nil {
 		return sale.ReserveRequest{}, err
 	}
-	if q.EventID == 0 {
+	if q.EventID == 0 && q.ListingID == 0 {
 		return sale.ReserveRequest{}, boxoffice.Errorf(boxoffice.EINVALID, "event_id is required")
 	}
 	if len(q.SeatIDs) > 100 {
 		return sale.ReserveRequest{}, boxoffice.Errorf(boxoffice.ELIMIT, "far too many seats in one request")
 	}
-	return sale.ReserveRequest{EventID: q.EventID, SeatIDs: q.SeatIDs, IdempotencyKey: key}, nil
+	return sale.ReserveRequest{EventID: q.EventID, SeatIDs: q.SeatIDs, IdempotencyKey: key, ListingID: q.ListingID, Best: q.BestAvailable}, nil
 }
 
 func idempotencyKey(body, header string) (string, error) {
@@ -50,8 +56,12 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, u boxoffice.Use
 	if err != nil {
 		return err
 	}
-	if queued, err := s.svc.Queued(r.Context(), req.EventID); err == nil && queued {
-		return s.enqueue(w, r, u, req)
+	// The flash-sale queue is for the primary sale; a resale purchase is
+	// always served at once.
+	if req.ListingID == 0 {
+		if queued, err := s.svc.Queued(r.Context(), req.EventID); err == nil && queued {
+			return s.enqueue(w, r, u, req)
+		}
 	}
 	res, err := s.svc.Reserve(r.Context(), u, req)
 	if err != nil {
@@ -118,5 +128,42 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, u boxoffice.Use
 		return err
 	}
 	writeJSON(w, http.StatusOK, s.svc.View(b))
+	return nil
+}
+
+// keyedRequest is the body of state-changing calls that carry nothing but
+// an idempotency key (which may also come as the header). An empty body is
+// fine when the header has the key.
+type keyedRequest struct {
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+func decodeKeyed(w http.ResponseWriter, r *http.Request) (string, error) {
+	var q keyedRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, &q); err != nil {
+			return "", err
+		}
+	}
+	return idempotencyKey(q.IdempotencyKey, r.Header.Get("Idempotency-Key"))
+}
+
+func (s *Server) cancelBooking(w http.ResponseWriter, r *http.Request, u boxoffice.User) error {
+	id, err := pathID(r, "booking_id")
+	if err != nil {
+		return err
+	}
+	key, err := decodeKeyed(w, r)
+	if err != nil {
+		return err
+	}
+	c, err := s.svc.Cancel(r.Context(), u, sale.CancelRequest{BookingID: id, IdempotencyKey: key})
+	if err != nil {
+		return err
+	}
+	if c.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusOK, c)
 	return nil
 }

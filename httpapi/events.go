@@ -25,6 +25,13 @@ type eventRequest struct {
 	SaleMode    string        `json:"sale_mode"`
 	TicketLimit int           `json:"ticket_limit"`
 	Sections    []sectionJSON `json:"sections"`
+	// RefundCutoffHours, when given, makes bookings refundable until that
+	// many hours before the show; absent, they are not.
+	RefundCutoffHours *int `json:"refund_cutoff_hours"`
+	// ResaleEnabled (default true) and ResaleCapPercent (of face value;
+	// absent or 0 means no cap) set the resale rules.
+	ResaleEnabled    *bool `json:"resale_enabled"`
+	ResaleCapPercent int   `json:"resale_cap_percent"`
 }
 
 type eventJSON struct {
@@ -39,12 +46,21 @@ type eventJSON struct {
 	Sections    []sectionJSON `json:"sections"`
 	CreatedAt   string        `json:"created_at"`
 	SeatsURL    string        `json:"seats_url"`
+	// RefundCutoffHours is null when bookings are not refundable.
+	RefundCutoffHours *int `json:"refund_cutoff_hours"`
+	ResaleEnabled     bool `json:"resale_enabled"`
+	ResaleCapPercent  int  `json:"resale_cap_percent,omitempty"`
 }
 
 func eventView(e *boxoffice.Event) eventJSON {
 	v := eventJSON{EventID: e.ID, Name: e.Name, Venue: e.Venue, StartsAt: formatTime(e.StartsAt),
 		SaleOpensAt: formatTime(e.SaleOpensAt), SaleMode: string(e.SaleMode), TicketLimit: e.TicketLimit,
-		SeatCount: e.SeatCount(), CreatedAt: formatTime(e.CreatedAt), SeatsURL: "/events/" + e.ID.String() + "/seats"}
+		SeatCount: e.SeatCount(), CreatedAt: formatTime(e.CreatedAt), SeatsURL: "/events/" + e.ID.String() + "/seats",
+		ResaleEnabled: !e.ResaleDisabled, ResaleCapPercent: e.ResaleCapPercent}
+	if e.Refundable {
+		h := e.RefundCutoffHours
+		v.RefundCutoffHours = &h
+	}
 	for _, s := range e.Sections {
 		v.Sections = append(v.Sections, sectionJSON(s))
 	}
@@ -72,7 +88,11 @@ func (q *eventRequest) toEvent() (*boxoffice.Event, error) {
 		return nil, err
 	}
 	e := &boxoffice.Event{Name: q.Name, Venue: q.Venue, StartsAt: starts, SaleOpensAt: opens,
-		SaleMode: boxoffice.SaleMode(q.SaleMode), TicketLimit: q.TicketLimit}
+		SaleMode: boxoffice.SaleMode(q.SaleMode), TicketLimit: q.TicketLimit, ResaleCapPercent: q.ResaleCapPercent,
+		ResaleDisabled: q.ResaleEnabled != nil && !*q.ResaleEnabled}
+	if q.RefundCutoffHours != nil {
+		e.Refundable, e.RefundCutoffHours = true, *q.RefundCutoffHours
+	}
 	if e.TicketLimit == 0 {
 		e.TicketLimit = boxoffice.DefaultTicketLimit
 	}

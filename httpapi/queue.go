@@ -65,7 +65,21 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, u boxoffice
 	if err != nil {
 		return err
 	}
-	t, err := s.svc.QueueStatus(r.Context(), u, id)
+	return s.stream(w, r, id, func(ctx context.Context) (any, bool, error) {
+		t, err := s.svc.QueueStatus(ctx, u, id)
+		if err != nil {
+			return nil, false, err
+		}
+		return t, t.Status.Final(), nil
+	})
+}
+
+// stream sends the state of the queued request or waitlist entry id, as
+// read, while it changes and until it is final: the live channel of both
+// the queue and the waitlist. The first read's error is a problem+json
+// answer; later ones are "error" events while the stream keeps trying.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id boxoffice.ID, read func(ctx context.Context) (v any, final bool, err error)) error {
+	v, final, err := read(r.Context())
 	if err != nil {
 		return err // before any byte: a problem+json answer
 	}
@@ -95,8 +109,8 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, u boxoffice
 		return nil
 	}
 	var last []byte
-	send := func(t *sale.QueueTicket) bool {
-		b, _ := json.Marshal(t)
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
 		if string(b) == string(last) {
 			return true
 		}
@@ -112,7 +126,7 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, u boxoffice
 	end := time.NewTimer(streamMax)
 	defer end.Stop()
 	for {
-		if !send(t) || t.Status.Final() {
+		if !send(v) || final {
 			return nil
 		}
 		select {
@@ -130,7 +144,7 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, u boxoffice
 		case <-wake:
 		case <-poll.C:
 		}
-		next, err := s.svc.QueueStatus(ctx, u, id)
+		next, nextFinal, err := read(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -141,7 +155,7 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, u boxoffice
 			}
 			continue
 		}
-		t = next
+		v, final = next, nextFinal
 	}
 }
 

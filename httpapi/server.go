@@ -41,6 +41,7 @@ const (
 	customer               // any valid token
 	streamer               // any valid token, which may also come as ?access_token= (EventSource sends no headers)
 	admin                  // a token with role admin
+	staff                  // a token with role admin or staff (the venue's doors)
 )
 
 // Route is one entry of the route table; the OpenAPI test walks it.
@@ -76,12 +77,28 @@ func (s *Server) Routes() []Route {
 		{"GET", "/events/{event_id}/seats", public, s.getSeats},
 		{"GET", "/events/{event_id}/availability", public, s.getAvailability},
 		{"GET", "/events/{event_id}/layout", public, s.getLayout},
+		{"GET", "/events/{event_id}/stats", admin, s.eventStats},
 		{"POST", "/bookings/reserve", customer, s.reserve},
 		{"GET", "/bookings/{booking_id}", customer, s.getBooking},
 		{"POST", "/bookings/{booking_id}/confirm", customer, s.confirm},
 		{"DELETE", "/bookings/{booking_id}", customer, s.release},
+		{"POST", "/bookings/{booking_id}/cancel", customer, s.cancelBooking},
 		{"GET", "/queue/{request_id}", customer, s.queueStatus},
 		{"GET", "/queue/{request_id}/events", streamer, s.queueEvents},
+		{"POST", "/events/{event_id}/waitlist", customer, s.joinWaitlist},
+		{"GET", "/waitlist/{entry_id}", customer, s.getWaitlistEntry},
+		{"DELETE", "/waitlist/{entry_id}", customer, s.leaveWaitlist},
+		{"GET", "/waitlist/{entry_id}/events", streamer, s.waitlistEvents},
+		{"GET", "/me/waitlist", customer, s.myWaitlist},
+		{"GET", "/me/tickets", customer, s.myTickets},
+		{"GET", "/tickets/{ticket_id}", customer, s.getTicket},
+		{"POST", "/tickets/{ticket_id}/listing", customer, s.listTicket},
+		{"GET", "/events/{event_id}/listings", public, s.eventListings},
+		{"GET", "/listings/{listing_id}", public, s.getListing},
+		{"DELETE", "/listings/{listing_id}", customer, s.withdrawListing},
+		{"GET", "/me/listings", customer, s.myListings},
+		{"GET", "/me/payouts", customer, s.myPayouts},
+		{"POST", "/checkin", staff, s.checkIn},
 	}
 }
 
@@ -125,6 +142,9 @@ func (s *Server) authenticate(r *http.Request, need access) (boxoffice.User, err
 	}
 	if need == admin && !u.IsAdmin() {
 		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EFORBIDDEN, "organisers only")
+	}
+	if need == staff && !u.CanCheckIn() {
+		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EFORBIDDEN, "venue staff only")
 	}
 	return u, nil
 }

@@ -42,7 +42,8 @@ func startFake(addr string, partitions int32) (*kfake.Cluster, error) {
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, addr) }),
 		kfake.DefaultNumPartitions(int(partitions)),
 		kfake.SeedTopics(partitions, TopicRequests, boxoffice.TopicBookingHeld,
-			boxoffice.TopicBookingConfirmed, boxoffice.TopicBookingReleased, boxoffice.TopicBookingExpired),
+			boxoffice.TopicBookingConfirmed, boxoffice.TopicBookingReleased, boxoffice.TopicBookingExpired,
+			boxoffice.TopicBookingCancelled, boxoffice.TopicTicketResold),
 		kfake.AllowAutoTopicCreation(),
 		// Lets tests lower a group's session timeout below Kafka's 6s
 		// minimum, so a killed member is noticed quickly.

@@ -42,6 +42,8 @@ func DefaultTopics() map[string]int32 {
 		boxoffice.TopicBookingConfirmed: DefaultPartitions,
 		boxoffice.TopicBookingReleased:  DefaultPartitions,
 		boxoffice.TopicBookingExpired:   DefaultPartitions,
+		boxoffice.TopicBookingCancelled: DefaultPartitions,
+		boxoffice.TopicTicketResold:     DefaultPartitions,
 	}
 }
 

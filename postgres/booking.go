@@ -22,26 +22,42 @@ import (
 // concurrent first bookings agree on one row) and then locked FOR UPDATE,
 // so two requests of one user count one after the other, whichever
 // processes they run in; the second sees the first's seats once it commits.
-// A user's seats are those of their confirmed bookings and of their pending
-// bookings whose hold runs past nb.Booking.CreatedAt (the request's "now").
+// A user's seats are their valid tickets for the event (a ticket resold or
+// cancelled no longer counts, one bought on resale does) and the seats of
+// their pending bookings whose hold runs past nb.Booking.CreatedAt (the
+// request's "now").
+//
+// A resale purchase (ListingID set) locks its listing row (FOR UPDATE, so
+// two buyers of one listing are checked one after the other) and checks
+// it instead of the sold seats; a waitlist offer (WaitlistEntryID set)
+// locks its entry and moves it to offered. See purchaseChecks and
+// offerChecks.
 //
 // Errors, in the order they are checked (the order of sqlite.Store):
-// EINVALID for no seats, ENOTFOUND for an unknown event, EIDEMINFLIGHT when
-// the idempotency key is taken (so a retry is told it is a retry),
-// ESEATTAKEN naming the seats that already have a valid ticket (the lock
-// layer forgets a sold seat once its hold runs out; the database does not),
-// ELIMIT, ECONFLICT when the booking ID is taken, EINVALID for a seat named
-// twice or not in the layout.
+// EINVALID for no seats (or a resale purchase of more than one, or a
+// booking that is both a purchase and an offer), ENOTFOUND for an unknown
+// event, EIDEMINFLIGHT when the idempotency key is taken (so a retry is
+// told it is a retry), ESEATTAKEN naming the seats that already have a
+// valid ticket (the lock layer forgets a sold seat once its hold runs out;
+// the database does not) or, for a purchase, the listing's errors, then
+// the offer's, ELIMIT, ECONFLICT when the booking ID is taken, EINVALID for
+// a seat named twice or not in the layout.
 func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
 	b := nb.Booking
 	if b == nil || len(b.SeatIDs) == 0 {
 		return boxoffice.Errorf(boxoffice.EINVALID, "a booking needs at least one seat")
 	}
+	if b.ListingID != 0 && len(b.SeatIDs) != 1 {
+		return boxoffice.Errorf(boxoffice.EINVALID, "a resale purchase is of exactly one seat, the listing's")
+	}
+	if b.ListingID != 0 && b.WaitlistEntryID != 0 {
+		return boxoffice.Errorf(boxoffice.EINVALID, "a booking is a resale purchase or a waitlist offer, not both")
+	}
 	eventID, now := int64(b.EventID), ts(b.CreatedAt)
 
 	return s.transact(ctx, func(tx pgx.Tx) error {
 		// The checks travel in one round trip; the server runs them in
-		// order, so the count runs only once the lock is held.
+		// order, so the ones after the lock run once it is held.
 		checks := &pgx.Batch{}
 		checks.Queue(`INSERT INTO event_users (event_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
 			eventID, b.UserID)
@@ -50,17 +66,39 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		if nb.Idempotency != nil {
 			queueIdempotency(checks, nb.Idempotency)
 		}
+		var checkSeats func(pgx.BatchResults) error
+		if b.ListingID != 0 {
+			// The seat being sold is what a listing is: the listing's own
+			// checks replace the sold-seat check.
+			checkSeats = purchaseChecks(checks, b)
+		} else {
+			checks.Queue(`
+				SELECT u.seat_id
+				FROM unnest($2::text[]) WITH ORDINALITY AS u(seat_id, ord)
+				WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.event_id = $1 AND t.seat_id = u.seat_id AND t.status = 'valid')
+				ORDER BY u.ord`,
+				eventID, b.SeatIDs)
+			checkSeats = func(br pgx.BatchResults) error {
+				sold, err := collectStrings(br.Query())
+				if err != nil {
+					return err
+				}
+				if len(sold) > 0 {
+					return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: sold}
+				}
+				return nil
+			}
+		}
+		var checkOffer func(pgx.BatchResults) error
+		if b.WaitlistEntryID != 0 {
+			checkOffer = offerChecks(checks, b)
+		}
 		checks.Queue(`
-			SELECT u.seat_id
-			FROM unnest($2::text[]) WITH ORDINALITY AS u(seat_id, ord)
-			WHERE EXISTS (SELECT 1 FROM tickets t WHERE t.event_id = $1 AND t.seat_id = u.seat_id AND t.status = 'valid')
-			ORDER BY u.ord`,
-			eventID, b.SeatIDs)
-		checks.Queue(`
-			SELECT count(*)
-			FROM bookings o JOIN booking_seats s ON s.booking_id = o.id
-			WHERE o.event_id = $1 AND o.user_id = $2
-			  AND (o.status = 'confirmed' OR (o.status = 'pending' AND o.held_until > $3))`,
+			SELECT (SELECT count(*) FROM tickets t
+			        WHERE t.user_id = $2 AND t.event_id = $1 AND t.status = 'valid')
+			     + (SELECT count(*)
+			        FROM bookings o JOIN booking_seats s ON s.booking_id = o.id
+			        WHERE o.event_id = $1 AND o.user_id = $2 AND o.status = 'pending' AND o.held_until > $3)`,
 			eventID, b.UserID, now)
 		br := tx.SendBatch(ctx, checks)
 		defer br.Close()
@@ -82,12 +120,13 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 				return err
 			}
 		}
-		sold, err := collectStrings(br.Query())
-		if err != nil {
+		if err := checkSeats(br); err != nil {
 			return err
 		}
-		if len(sold) > 0 {
-			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: sold}
+		if checkOffer != nil {
+			if err := checkOffer(br); err != nil {
+				return err
+			}
 		}
 		var taken int
 		if err := br.QueryRow().Scan(&taken); err != nil {
@@ -103,9 +142,11 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 
 		writes := &pgx.Batch{}
 		writes.Queue(`
-			INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
-			VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8)`,
-			int64(b.ID), eventID, b.UserID, b.Fence, b.AmountCents, ts(b.HeldUntil), now, ts(b.UpdatedAt))
+			INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at,
+			                      listing_id, waitlist_entry_id)
+			VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, nullif($9::bigint, 0), nullif($10::bigint, 0))`,
+			int64(b.ID), eventID, b.UserID, b.Fence, b.AmountCents, ts(b.HeldUntil), now, ts(b.UpdatedAt),
+			int64(b.ListingID), int64(b.WaitlistEntryID))
 		writes.Queue(`
 			SELECT u.seat_id
 			FROM unnest($2::text[]) WITH ORDINALITY AS u(seat_id, ord)
@@ -117,6 +158,13 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 			SELECT $1, u.ord - 1, $2, u.seat_id
 			FROM unnest($3::text[]) WITH ORDINALITY AS u(seat_id, ord)`,
 			int64(b.ID), eventID, b.SeatIDs)
+		if b.WaitlistEntryID != 0 {
+			writes.Queue(`
+				UPDATE waitlist_entries
+				SET status = 'offered', booking_id = $2, offers = offers + 1, updated_at = $3
+				WHERE id = $1`,
+				int64(b.WaitlistEntryID), int64(b.ID), now)
+		}
 		// The event reports the booking as written: pending, its times at
 		// millisecond precision.
 		held := *b
@@ -148,6 +196,11 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 			}
 			return err
 		}
+		if b.WaitlistEntryID != 0 {
+			if _, err := wr.Exec(); err != nil { // the entry, locked above
+				return err
+			}
+		}
 		if _, err := wr.Exec(); err != nil { // the event
 			return eventErr(err)
 		}
@@ -163,15 +216,19 @@ func collectStrings(rows pgx.Rows, err error) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// Booking returns a booking, with its tickets once confirmed, or ENOTFOUND.
+// Booking returns a booking, or ENOTFOUND. A confirmed or cancelled
+// booking comes with all its tickets, valid or void, each with its active
+// listing.
 func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Booking, error) {
 	b, err := scanBooking(s.pool.QueryRow(ctx, `SELECT `+bookingColumns+` FROM bookings b WHERE b.id = $1`, int64(id)))
 	if err != nil {
 		return nil, bookingErr(err, id)
 	}
-	// Confirmed is final and its tickets were written in the same
-	// transaction, so this second read cannot miss them.
-	if b.Status == boxoffice.BookingConfirmed {
+	// A booking has tickets from its confirm on, written in the same
+	// transaction, so this second read cannot miss them (it may see them
+	// a moment later than the booking row: voided by a resale or a
+	// cancellation that committed in between).
+	if b.Status == boxoffice.BookingConfirmed || b.Status == boxoffice.BookingCancelled {
 		if b.Tickets, err = bookingTickets(ctx, s.pool, b.ID); err != nil {
 			return nil, translate(err)
 		}
@@ -196,6 +253,12 @@ func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Bookin
 // The unique index on valid tickets, not a prior read, decides ESEATTAKEN.
 // The tickets are inserted in seat id order, so two confirms that share
 // seats wait on one another in the same order instead of deadlocking.
+//
+// A resale purchase locks the seller's ticket and then the listing (see
+// lockResale) after the fencing check, voids the seller's ticket before
+// inserting the buyer's, and writes the rest of the sale after the
+// booking (queueResale). A waitlist offer's entry becomes fulfilled,
+// even if its user left the waitlist meanwhile.
 func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error) {
 	now := ts(c.Now)
 	var out *boxoffice.Booking
@@ -259,6 +322,12 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		if len(lost) > 0 {
 			return &boxoffice.Error{Code: boxoffice.EHOLDLOST, Message: "a newer hold claims seats of this booking", Seats: lost}
 		}
+		var listing *boxoffice.Listing
+		if b.ListingID != 0 {
+			if listing, err = lockResale(ctx, tx, b); err != nil {
+				return err
+			}
+		}
 
 		ids, seats, codes := make([]int64, len(tickets)), make([]string, len(tickets)), make([]string, len(tickets))
 		for i, t := range tickets {
@@ -272,6 +341,11 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		// transaction is rolled back. A taken ticket id or code is still a
 		// unique violation.
 		batch := &pgx.Batch{}
+		if listing != nil {
+			// First: the seller's ticket stops being valid before the
+			// buyer's is inserted for the same seat.
+			batch.Queue(`UPDATE tickets SET status = 'void', void_reason = 'resold' WHERE id = $1`, int64(listing.TicketID))
+		}
 		batch.Queue(`
 			INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
 			SELECT u.id, $4, $5, u.seat_id, $6, u.code, 'valid', $7
@@ -296,12 +370,31 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		if err := queueEvent(batch, boxoffice.TopicBookingConfirmed, b, now); err != nil {
 			return err
 		}
+		var readResale func(pgx.BatchResults) error
+		if listing != nil {
+			if readResale, err = queueResale(batch, listing, b, tickets[0], now); err != nil {
+				return err
+			}
+		}
+		if b.WaitlistEntryID != 0 {
+			// Whatever the entry's status now (its user may have left
+			// meanwhile): they paid, the seats are theirs.
+			batch.Queue(`
+				UPDATE waitlist_entries SET status = 'fulfilled', updated_at = $3
+				WHERE id = $1 AND booking_id = $2`,
+				int64(b.WaitlistEntryID), int64(b.ID), now)
+		}
 		if c.Idempotency != nil {
 			queueIdempotency(batch, c.Idempotency)
 		}
 		br := tx.SendBatch(ctx, batch)
 		defer br.Close()
 
+		if listing != nil {
+			if _, err := br.Exec(); err != nil { // the seller's ticket
+				return err
+			}
+		}
 		rows, err = br.Query()
 		if err != nil {
 			return err
@@ -330,6 +423,16 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		}
 		if _, err := br.Exec(); err != nil { // the event
 			return eventErr(err)
+		}
+		if readResale != nil {
+			if err := readResale(br); err != nil {
+				return err
+			}
+		}
+		if b.WaitlistEntryID != 0 {
+			if _, err := br.Exec(); err != nil { // the entry
+				return err
+			}
 		}
 		if c.Idempotency != nil {
 			if _, err := br.Exec(); err != nil {
@@ -387,8 +490,10 @@ func ticketsFor(b *boxoffice.Booking, in []boxoffice.Ticket, now time.Time) ([]b
 }
 
 // ReleaseBooking moves a pending booking to released or expired (to) and
-// returns it as it is afterwards. Errors: EINVALID for another target
-// status, ENOTFOUND, ECONFLICT if the booking was not pending.
+// returns it as it is afterwards, writing in the same transaction its
+// event, its seat return and, for a waitlist offer still offered, the
+// entry's lapse. Errors: EINVALID for another target status, ENOTFOUND,
+// ECONFLICT if the booking was not pending.
 func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffice.BookingStatus, now time.Time) (*boxoffice.Booking, error) {
 	if to != boxoffice.BookingReleased && to != boxoffice.BookingExpired {
 		return nil, boxoffice.Errorf(boxoffice.EINVALID, "a booking is released to %q or %q, not %q",
@@ -411,6 +516,7 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		if err := queueEvent(batch, releaseTopic(to), b, b.UpdatedAt); err != nil {
 			return err
 		}
+		readEnded := queueEnded(batch, b)
 		br := tx.SendBatch(ctx, batch)
 		defer br.Close()
 		if _, err := br.Exec(); err != nil {
@@ -418,6 +524,9 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		}
 		if _, err := br.Exec(); err != nil { // the event
 			return eventErr(err)
+		}
+		if err := readEnded(br); err != nil {
+			return err
 		}
 		if err := br.Close(); err != nil {
 			return err
@@ -440,9 +549,11 @@ func releaseTopic(to boxoffice.BookingStatus) string {
 }
 
 // ExpireBookings moves up to limit pending bookings whose hold ran out at
-// or before cutoff to expired, oldest hold first, and returns them. Rows
-// another transaction holds (a confirm in progress) are skipped, not waited
-// for, so several reconcilers can sweep at once.
+// or before cutoff to expired, oldest hold first, and returns them, with
+// the event, the seat return and an offer's lapse of each (in that order,
+// so the returns' ids follow the sweep). Rows another transaction holds (a
+// confirm in progress) are skipped, not waited for, so several reconcilers
+// can sweep at once.
 func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int) ([]*boxoffice.Booking, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -472,17 +583,22 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 			}
 			return cmp.Compare(x.ID, y.ID)
 		})
-		events := &pgx.Batch{}
-		for _, b := range out {
-			if err := queueEvent(events, boxoffice.TopicBookingExpired, b, b.UpdatedAt); err != nil {
+		batch := &pgx.Batch{}
+		ended := make([]func(pgx.BatchResults) error, len(out))
+		for i, b := range out {
+			if err := queueEvent(batch, boxoffice.TopicBookingExpired, b, b.UpdatedAt); err != nil {
 				return err
 			}
+			ended[i] = queueEnded(batch, b)
 		}
-		br := tx.SendBatch(ctx, events)
+		br := tx.SendBatch(ctx, batch)
 		defer br.Close()
-		for range out {
+		for _, readEnded := range ended {
 			if _, err := br.Exec(); err != nil {
 				return eventErr(err)
+			}
+			if err := readEnded(br); err != nil {
+				return err
 			}
 		}
 		return br.Close()
@@ -497,45 +613,36 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 // order.
 const bookingColumns = `b.id, b.event_id, b.user_id, b.status, b.fence, b.amount_cents,
 	b.held_until, b.created_at, b.updated_at, b.confirmation_code, b.payment_auth_id,
+	coalesce(b.listing_id, 0), coalesce(b.waitlist_entry_id, 0),
 	ARRAY(SELECT s.seat_id FROM booking_seats s WHERE s.booking_id = b.id ORDER BY s.position)`
 
 func scanBooking(row pgx.Row) (*boxoffice.Booking, error) {
 	var (
-		b           boxoffice.Booking
-		id, eventID int64
-		status      string
+		b                                     boxoffice.Booking
+		id, eventID, listingID, waitlistEntry int64
+		status                                string
 	)
 	err := row.Scan(&id, &eventID, &b.UserID, &status, &b.Fence, &b.AmountCents,
-		&b.HeldUntil, &b.CreatedAt, &b.UpdatedAt, &b.ConfirmationCode, &b.PaymentAuthID, &b.SeatIDs)
+		&b.HeldUntil, &b.CreatedAt, &b.UpdatedAt, &b.ConfirmationCode, &b.PaymentAuthID,
+		&listingID, &waitlistEntry, &b.SeatIDs)
 	if err != nil {
 		return nil, err
 	}
 	b.ID, b.EventID, b.Status = boxoffice.ID(id), boxoffice.ID(eventID), boxoffice.BookingStatus(status)
+	b.ListingID, b.WaitlistEntryID = boxoffice.ID(listingID), boxoffice.ID(waitlistEntry)
 	b.HeldUntil, b.CreatedAt, b.UpdatedAt = b.HeldUntil.UTC(), b.CreatedAt.UTC(), b.UpdatedAt.UTC()
 	return &b, nil
 }
 
-// bookingTickets returns a booking's tickets in the order of its seats.
+// bookingTickets returns a booking's tickets, valid and void, in the order
+// of its seats.
 func bookingTickets(ctx context.Context, q querier, bookingID boxoffice.ID) ([]boxoffice.Ticket, error) {
 	rows, err := q.Query(ctx, `
-		SELECT t.id, t.event_id, t.booking_id, t.seat_id, t.user_id, t.code, t.status, t.issued_at
+		SELECT `+ticketColumns+`
 		FROM tickets t JOIN booking_seats bs ON bs.booking_id = t.booking_id AND bs.seat_id = t.seat_id
 		WHERE t.booking_id = $1
 		ORDER BY bs.position, t.id`, int64(bookingID))
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (boxoffice.Ticket, error) {
-		var (
-			t                      boxoffice.Ticket
-			id, eventID, bookingID int64
-			status                 string
-		)
-		err := row.Scan(&id, &eventID, &bookingID, &t.SeatID, &t.UserID, &t.Code, &status, &t.IssuedAt)
-		t.ID, t.EventID, t.BookingID = boxoffice.ID(id), boxoffice.ID(eventID), boxoffice.ID(bookingID)
-		t.Status, t.IssuedAt = boxoffice.TicketStatus(status), t.IssuedAt.UTC()
-		return t, err
-	})
+	return collectTickets(rows, err)
 }
 
 // bookingErr reads pgx.ErrNoRows as "no such booking".

@@ -26,9 +26,11 @@ func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 	seats := e.Seats()
 	return s.transact(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
-			INSERT INTO events (id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			int64(e.ID), e.Name, e.Venue, ts(e.StartsAt), ts(e.SaleOpensAt), string(e.SaleMode), e.TicketLimit, ts(e.CreatedAt))
+			INSERT INTO events (id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at,
+			                    refundable, refund_cutoff_hours, resale_disabled, resale_cap_percent)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			int64(e.ID), e.Name, e.Venue, ts(e.StartsAt), ts(e.SaleOpensAt), string(e.SaleMode), e.TicketLimit, ts(e.CreatedAt),
+			e.Refundable, e.RefundCutoffHours, e.ResaleDisabled, e.ResaleCapPercent)
 		if pgCode(err) == codeUniqueViolation {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "event %s already exists", e.ID)
 		}
@@ -123,7 +125,8 @@ func (s *Store) SoldSeats(ctx context.Context, eventID boxoffice.ID) ([]string, 
 	return ids, translate(err)
 }
 
-const eventColumns = `id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at`
+const eventColumns = `id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at,
+	refundable, refund_cutoff_hours, resale_disabled, resale_cap_percent`
 
 func scanEvent(row pgx.CollectableRow) (*boxoffice.Event, error) {
 	var (
@@ -131,7 +134,8 @@ func scanEvent(row pgx.CollectableRow) (*boxoffice.Event, error) {
 		id   int64
 		mode string
 	)
-	if err := row.Scan(&id, &e.Name, &e.Venue, &e.StartsAt, &e.SaleOpensAt, &mode, &e.TicketLimit, &e.CreatedAt); err != nil {
+	if err := row.Scan(&id, &e.Name, &e.Venue, &e.StartsAt, &e.SaleOpensAt, &mode, &e.TicketLimit, &e.CreatedAt,
+		&e.Refundable, &e.RefundCutoffHours, &e.ResaleDisabled, &e.ResaleCapPercent); err != nil {
 		return nil, err
 	}
 	e.ID, e.SaleMode = boxoffice.ID(id), boxoffice.SaleMode(mode)

@@ -11,9 +11,9 @@ import (
 )
 
 // The transactional outbox: the booking methods queue the insert of their
-// event (queueEvent) in the batch that makes the change, so an event exists
-// exactly when the change it reports was committed. The relay reads the
-// rows back with PendingOutbox.
+// event (queueEvent; a resale's ticket.resold, queueResale) in the batch
+// that makes the change, so an event exists exactly when the change it
+// reports was committed. The relay reads the rows back with PendingOutbox.
 
 var _ boxoffice.OutboxStore = (*Store)(nil)
 

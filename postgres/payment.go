@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -9,12 +10,29 @@ import (
 	"github.com/boxoffice/boxoffice"
 )
 
+// Payment returns a booking's payment, or ENOTFOUND.
+func (s *Store) Payment(ctx context.Context, bookingID boxoffice.ID) (*boxoffice.Payment, error) {
+	p, err := scanPayment(s.pool.QueryRow(ctx, `
+		SELECT `+paymentColumns+` FROM payments WHERE booking_id = $1`, int64(bookingID)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no payment for booking %s", bookingID)
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &p, nil
+}
+
 // MarkCaptured records that a booking's payment was captured, at s.Now.
-// Marking it again changes nothing. ENOTFOUND if the booking has no
+// Marking it again changes nothing, and neither does a capture reported
+// after the booking was cancelled: its refund_pending (or refunded) status
+// is kept, so the refund is not forgotten. ENOTFOUND if the booking has no
 // payment.
 func (s *Store) MarkCaptured(ctx context.Context, bookingID boxoffice.ID) error {
 	tag, err := s.pool.Exec(ctx, `
-		UPDATE payments SET status = 'captured', captured_at = coalesce(captured_at, $2)
+		UPDATE payments
+		SET status = CASE WHEN status = 'authorized' THEN 'captured' ELSE status END,
+		    captured_at = coalesce(captured_at, $2)
 		WHERE booking_id = $1`, int64(bookingID), ts(s.Now()))
 	if err != nil {
 		return translate(err)
@@ -31,24 +49,70 @@ func (s *Store) UncapturedPayments(ctx context.Context, cutoff time.Time, limit 
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT booking_id, auth_id, amount_cents, status, created_at
+	return s.payments(ctx, `
+		SELECT `+paymentColumns+`
 		FROM payments
 		WHERE status = 'authorized' AND created_at < $1
 		ORDER BY created_at, booking_id
 		LIMIT $2`, ts(cutoff), limit)
+}
+
+// MarkRefunded records that a refund_pending payment was refunded at now.
+// A payment refunded before is left as it is. Errors: ENOTFOUND if the
+// booking has no payment, ECONFLICT if its payment owes no refund
+// (authorized or captured: the booking was not cancelled).
+func (s *Store) MarkRefunded(ctx context.Context, bookingID boxoffice.ID, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE payments SET status = 'refunded', refunded_at = $2
+		WHERE booking_id = $1 AND status = 'refund_pending'`, int64(bookingID), ts(now))
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	p, err := s.Payment(ctx, bookingID)
+	switch {
+	case err != nil:
+		return err
+	case p.Status == boxoffice.PaymentRefunded:
+		return nil
+	}
+	return boxoffice.Errorf(boxoffice.ECONFLICT, "the payment of booking %s is %s: no refund is owed", bookingID, p.Status)
+}
+
+// RefundsDue returns up to limit payments in refund_pending, oldest
+// payment first (by CreatedAt, then booking ID).
+func (s *Store) RefundsDue(ctx context.Context, limit int) ([]boxoffice.Payment, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return s.payments(ctx, `
+		SELECT `+paymentColumns+`
+		FROM payments
+		WHERE status = 'refund_pending'
+		ORDER BY created_at, booking_id
+		LIMIT $1`, limit)
+}
+
+func (s *Store) payments(ctx context.Context, sql string, args ...any) ([]boxoffice.Payment, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, translate(err)
 	}
-	ps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (boxoffice.Payment, error) {
-		var (
-			p      boxoffice.Payment
-			id     int64
-			status string
-		)
-		err := row.Scan(&id, &p.AuthID, &p.AmountCents, &status, &p.CreatedAt)
-		p.BookingID, p.Status, p.CreatedAt = boxoffice.ID(id), boxoffice.PaymentStatus(status), p.CreatedAt.UTC()
-		return p, err
-	})
+	ps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (boxoffice.Payment, error) { return scanPayment(row) })
 	return ps, translate(err)
+}
+
+const paymentColumns = `booking_id, auth_id, amount_cents, status, created_at`
+
+func scanPayment(row pgx.Row) (boxoffice.Payment, error) {
+	var (
+		p      boxoffice.Payment
+		id     int64
+		status string
+	)
+	err := row.Scan(&id, &p.AuthID, &p.AmountCents, &status, &p.CreatedAt)
+	p.BookingID, p.Status, p.CreatedAt = boxoffice.ID(id), boxoffice.PaymentStatus(status), p.CreatedAt.UTC()
+	return p, err
 }

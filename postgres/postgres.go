@@ -9,7 +9,15 @@
 //     (event, user), so parallel requests from one user, in any number of
 //     processes, are counted one after the other;
 //   - the fencing check at confirm: a booking whose seat is claimed by a
-//     live pending booking with a larger fence cannot be confirmed.
+//     live pending booking with a larger fence cannot be confirmed;
+//   - one live buyer per resale listing, one live waitlist entry per user
+//     and event, one active listing per ticket: the listing row is locked
+//     while a purchase is checked, and partial unique indexes back the
+//     rest up;
+//   - a ticket is resold, checked in, listed or cancelled under its row
+//     lock, always taken in the order booking, ticket, listing (see
+//     resale.go), so these changes wait on one another, never interleave
+//     and do not deadlock.
 //
 // Every exported method owns its transaction (see transact); unexported
 // helpers take the pgx.Tx.

@@ -41,6 +41,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"PreQueueDrawnAtOpening", testPreQueue},
 		{"LogDeliversEveryRequest", testLogDelivers},
 		{"LogRedeliversFailedBatch", testLogRedelivers},
+		{"BestAvailableRequestRoundTrips", testBestAvailable},
 	}
 	for _, s := range specs {
 		t.Run(s.name, func(t *testing.T) { s.test(t, newHarness(t)) })
@@ -387,4 +388,38 @@ func testLogRedelivers(t *testing.T, h Harness) {
 			t.Errorf("request %d of the failed batch was not delivered again", id)
 		}
 	}
+}
+
+// A request for the best seats left (no seat ids) comes back from the
+// state and the log as it went in.
+func testBestAvailable(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	r := Request(ev, "best-fan")
+	r.SeatIDs = nil
+	r.Best = &boxoffice.BestAvailable{Quantity: 3, Section: "A", PriceTier: "gold"}
+	e := admit(t, h, r, false)
+	got, err := h.State.Entry(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Request.Best == nil || *got.Request.Best != *r.Best || len(got.Request.SeatIDs) != 0 {
+		t.Errorf("entry's request: best %+v seats %v, want best %+v and no seats", got.Request.Best, got.Request.SeatIDs, *r.Best)
+	}
+	if h.Log == nil {
+		return
+	}
+	if err := h.Log.Append(ctx, e.Request); err != nil {
+		t.Fatal(err)
+	}
+	consume(t, h, map[boxoffice.ID]bool{r.ID: true}, func(batch []*boxoffice.QueuedRequest) error {
+		for _, d := range batch {
+			if d.ID == r.ID && (d.Best == nil || *d.Best != *r.Best) {
+				t.Errorf("delivered best %+v, want %+v", d.Best, *r.Best)
+			}
+			if _, err := h.State.Finish(ctx, d.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
 }

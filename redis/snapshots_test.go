@@ -53,6 +53,10 @@ func (s soldSeats) SoldSeats(context.Context, boxoffice.ID) ([]string, error) {
 	return []string{"A-A-1"}, nil
 }
 
+func (s soldSeats) EventListings(context.Context, boxoffice.ID) ([]boxoffice.Listing, error) {
+	return nil, nil
+}
+
 func (s soldSeats) LayoutSeats(context.Context, boxoffice.ID) ([]boxoffice.Seat, error) {
 	return s.ev.Seats(), nil
 }

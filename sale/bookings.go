@@ -19,6 +19,9 @@ type BookingView struct {
 	ConfirmationCode string       `json:"confirmation_code,omitempty"`
 	Tickets          []TicketView `json:"tickets,omitempty"`
 	CreatedAt        string       `json:"created_at"`
+	// ListingID marks a resale purchase, WaitlistEntryID a waitlist offer.
+	ListingID       boxoffice.ID `json:"listing_id,omitempty"`
+	WaitlistEntryID boxoffice.ID `json:"waitlist_entry_id,omitempty"`
 }
 
 // View renders a booking with its status as of now.
@@ -32,9 +35,10 @@ func (s *Service) View(b *boxoffice.Booking) *BookingView {
 		v.HeldUntil = b.HeldUntil.UTC().Format(TimeFormat)
 		v.PaymentURL = PaymentURL(b.ID)
 	}
-	if st == boxoffice.BookingConfirmed {
+	if st == boxoffice.BookingConfirmed || st == boxoffice.BookingCancelled {
 		v.Tickets = confirmationOf(b).Tickets
 	}
+	v.ListingID, v.WaitlistEntryID = b.ListingID, b.WaitlistEntryID
 	return v
 }
 
@@ -98,6 +102,6 @@ func (s *Service) Release(ctx context.Context, u boxoffice.User, id boxoffice.ID
 	if err != nil {
 		return nil, err
 	}
-	s.releaseHold(ctx, b.EventID, b.SeatIDs, b.ID)
+	s.returnSeats(ctx, nb)
 	return nb, nil
 }

@@ -16,13 +16,32 @@ type ConfirmRequest struct {
 	IdempotencyKey string
 }
 
-// TicketView is a ticket as its owner sees it.
+// TicketView is a ticket as its owner sees it. A void ticket has no code:
+// it admits nobody.
 type TicketView struct {
-	TicketID boxoffice.ID `json:"ticket_id"`
-	EventID  boxoffice.ID `json:"event_id"`
-	SeatID   string       `json:"seat_id"`
-	Code     string       `json:"code"`
-	Status   string       `json:"status"`
+	TicketID    boxoffice.ID `json:"ticket_id"`
+	EventID     boxoffice.ID `json:"event_id"`
+	BookingID   boxoffice.ID `json:"booking_id,omitempty"`
+	SeatID      string       `json:"seat_id"`
+	Code        string       `json:"code,omitempty"`
+	Status      string       `json:"status"`
+	VoidReason  string       `json:"void_reason,omitempty"`
+	CheckedInAt string       `json:"checked_in_at,omitempty"`
+	// ListingID is the ticket's active resale listing.
+	ListingID boxoffice.ID `json:"listing_id,omitempty"`
+}
+
+// ticketView renders a ticket for its owner.
+func ticketView(t *boxoffice.Ticket) TicketView {
+	v := TicketView{TicketID: t.ID, EventID: t.EventID, BookingID: t.BookingID, SeatID: t.SeatID, Status: string(t.Status),
+		VoidReason: t.VoidReason, ListingID: t.ListingID}
+	if t.Status == boxoffice.TicketValid {
+		v.Code = t.Code
+	}
+	if !t.CheckedInAt.IsZero() {
+		v.CheckedInAt = t.CheckedInAt.UTC().Format(TimeFormat)
+	}
+	return v
 }
 
 // Confirmation is the answer to a successful confirm, and to every repeat.
@@ -36,8 +55,8 @@ type Confirmation struct {
 
 func confirmationOf(b *boxoffice.Booking) *Confirmation {
 	c := &Confirmation{BookingID: b.ID, ConfirmationCode: b.ConfirmationCode, AmountCents: b.AmountCents, Tickets: []TicketView{}}
-	for _, t := range b.Tickets {
-		c.Tickets = append(c.Tickets, TicketView{TicketID: t.ID, EventID: t.EventID, SeatID: t.SeatID, Code: t.Code, Status: string(t.Status)})
+	for i := range b.Tickets {
+		c.Tickets = append(c.Tickets, ticketView(&b.Tickets[i]))
 	}
 	return c
 }

@@ -75,7 +75,7 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 		return nil, boxoffice.Errorf(boxoffice.ESALECLOSED, "the waiting room opens at %s",
 			ev.SaleOpensAt.Add(-s.cfg.PreQueueWindow).UTC().Format(time.RFC3339))
 	}
-	r := &boxoffice.QueuedRequest{ID: s.ids.NextID(), EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs,
+	r := &boxoffice.QueuedRequest{ID: s.ids.NextID(), EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Best: req.Best,
 		IdempotencyKey: req.IdempotencyKey, RequestHash: hash, EnqueuedAt: now}
 	e, replay, err := s.queue.Admit(ctx, r, s.cfg.MaxLivePerUser, preQueue)
 	if err != nil {
@@ -232,7 +232,7 @@ func (s *Service) serve(ctx context.Context, r *boxoffice.QueuedRequest) error {
 	// ENOTFOUND: the state lost it (a Redis restart without persistence);
 	// the record carries all the worker needs, and the booking decides.
 	u := boxoffice.User{ID: r.UserID}
-	req := ReserveRequest{EventID: r.EventID, SeatIDs: r.SeatIDs, IdempotencyKey: r.IdempotencyKey}
+	req := ReserveRequest{EventID: r.EventID, SeatIDs: r.SeatIDs, Best: r.Best, IdempotencyKey: r.IdempotencyKey}
 	var res *ReserveResult
 	for attempt := 0; ; attempt++ {
 		res, err = s.reserveQueued(ctx, u, r, req)
@@ -270,7 +270,7 @@ func (s *Service) serve(ctx context.Context, r *boxoffice.QueuedRequest) error {
 }
 
 func (s *Service) reserveQueued(ctx context.Context, u boxoffice.User, r *boxoffice.QueuedRequest, req ReserveRequest) (*ReserveResult, error) {
-	l, seats, hash, err := s.checkReserve(ctx, req)
+	l, _, hash, err := s.checkReserve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +280,7 @@ func (s *Service) reserveQueued(ctx context.Context, u boxoffice.User, r *boxoff
 	if now := s.now(); !now.Before(l.Event.StartsAt) {
 		return nil, saleClosed(l.Event, now)
 	}
-	return s.reserve(ctx, u, l.Event, seats, req, hash, r.ID)
+	return s.reserve(ctx, u, l.Event, req, hash, r.ID, nil)
 }
 
 // retryable errors leave a request for another delivery instead of

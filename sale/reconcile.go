@@ -11,14 +11,18 @@ import (
 type ReconcileReport struct {
 	Expired  int
 	Captured int
+	Refunded int
 	Purged   int
 }
 
 // Reconcile runs one pass of the background clean-up:
 //   - pending bookings whose hold ran out more than PendingGrace ago are
-//     marked expired and their holds (if any are left) released;
+//     marked expired (the returns pass does it at once where it runs; this
+//     catches what it missed), their seats returned;
 //   - payments still authorized a minute after their booking was confirmed
 //     (a crash between commit and capture) are captured;
+//   - refunds owed for cancelled bookings (a crash or a gateway failure
+//     after the cancel) are made;
 //   - expired idempotency records are purged.
 //
 // Every step is safe to repeat and to run in several processes at once.
@@ -29,9 +33,6 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		bs, err := s.store.ExpireBookings(ctx, now.Add(-s.cfg.PendingGrace), 500)
 		if err != nil {
 			return r, err
-		}
-		for _, b := range bs {
-			s.releaseHold(ctx, b.EventID, b.SeatIDs, b.ID)
 		}
 		r.Expired += len(bs)
 		if len(bs) < 500 {
@@ -52,6 +53,20 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		}
 		r.Captured++
 	}
+	if r.Expired > 0 {
+		s.kickReturns()
+	}
+	due, err := s.store.RefundsDue(ctx, 500)
+	if err != nil {
+		return r, err
+	}
+	for _, p := range due {
+		if err := s.refund(ctx, p); err != nil {
+			s.log.Warn("reconciler refund", "booking", p.BookingID, "err", err)
+			continue
+		}
+		r.Refunded++
+	}
 	n, err := s.store.PurgeIdempotency(ctx, now)
 	r.Purged = n
 	return r, err
@@ -71,8 +86,8 @@ func (s *Service) RunReconciler(ctx context.Context, interval time.Duration) {
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("reconciler pass failed", "err", err)
 		}
-		if r.Expired+r.Captured > 0 {
-			s.log.Info("reconciler", "expired", r.Expired, "captured", r.Captured, "purged", r.Purged)
+		if r.Expired+r.Captured+r.Refunded > 0 {
+			s.log.Info("reconciler", "expired", r.Expired, "captured", r.Captured, "refunded", r.Refunded, "purged", r.Purged)
 		}
 	}
 }

@@ -5,17 +5,25 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
 )
 
-// ReserveRequest asks to hold seats of a direct sale.
+// ReserveRequest asks to hold seats of a direct sale, or (ListingID) to
+// buy a ticket on the resale market.
 type ReserveRequest struct {
 	EventID        boxoffice.ID
 	SeatIDs        []string
 	IdempotencyKey string
+	// ListingID, instead of SeatIDs, reserves a resale listing's seat at
+	// its price.
+	ListingID boxoffice.ID
+	// Best, instead of SeatIDs, holds the best seats side by side that are
+	// left.
+	Best *boxoffice.BestAvailable
 }
 
 // ReserveResult is the answer to a granted reserve; it is also what a retry
@@ -24,6 +32,8 @@ type ReserveResult struct {
 	BookingID  boxoffice.ID `json:"booking_id"`
 	HeldUntil  time.Time    `json:"held_until"`
 	PaymentURL string       `json:"payment_url"`
+	// SeatIDs are the seats held, for a best-available request.
+	SeatIDs []string `json:"seat_ids,omitempty"`
 	// Replayed is true when this is the stored answer to an earlier request
 	// with the same idempotency key.
 	Replayed bool `json:"-"`
@@ -38,7 +48,10 @@ func PaymentURL(id boxoffice.ID) string { return "/bookings/" + id.String() + "/
 // ESEATTAKEN (with the seats in the way), EUNAVAILABLE (the lock store or
 // database is down: nothing was held).
 func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequest) (*ReserveResult, error) {
-	l, seats, hash, err := s.checkReserve(ctx, req)
+	if req.ListingID != 0 {
+		return s.reserveListing(ctx, u, req)
+	}
+	l, _, hash, err := s.checkReserve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +62,7 @@ func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequ
 	if !l.Event.SaleOpen(now) {
 		return nil, saleClosed(l.Event, now)
 	}
-	return s.reserve(ctx, u, l.Event, seats, req, hash, 0)
+	return s.reserve(ctx, u, l.Event, req, hash, 0, nil)
 }
 
 // checkReserve validates a reserve request against its event: the key, the
@@ -61,7 +74,17 @@ func (s *Service) checkReserve(ctx context.Context, req ReserveRequest) (l *Layo
 	if l, err = s.Layout(ctx, req.EventID); err != nil {
 		return nil, nil, "", err
 	}
-	seats, err = boxoffice.ValidateSeatSelection(l.index, req.SeatIDs, min(s.cfg.MaxSeatsPerRequest, l.Event.TicketLimit))
+	limit := min(s.cfg.MaxSeatsPerRequest, l.Event.TicketLimit)
+	if b := req.Best; b != nil {
+		if len(req.SeatIDs) > 0 {
+			return nil, nil, "", boxoffice.Errorf(boxoffice.EINVALID, "give either seat_ids or best_available")
+		}
+		if err := b.Validate(l.Seats, limit); err != nil {
+			return nil, nil, "", err
+		}
+		return l, nil, requestHash("reserve-best", req.EventID.String(), strconv.Itoa(b.Quantity), b.Section, b.PriceTier), nil
+	}
+	seats, err = boxoffice.ValidateSeatSelection(l.index, req.SeatIDs, limit)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -81,7 +104,8 @@ func saleClosed(ev *boxoffice.Event, now time.Time) error {
 // idempotency record. id is the booking's id: 0 draws a new one (a direct
 // sale); a queued request passes its own, so that a redelivered request
 // holds as the same owner and finds its booking instead of making another.
-func (s *Service) reserve(ctx context.Context, u boxoffice.User, ev *boxoffice.Event, seats []boxoffice.Seat, req ReserveRequest, hash string, id boxoffice.ID) (*ReserveResult, error) {
+// A resale purchase passes its listing: one seat, at the listing's price.
+func (s *Service) reserve(ctx context.Context, u boxoffice.User, ev *boxoffice.Event, req ReserveRequest, hash string, id boxoffice.ID, listing *boxoffice.Listing) (*ReserveResult, error) {
 	// The lease first, then the look-up: a finished first request has
 	// released its lease and left its record, so one look-up under the
 	// lease sees it; a running one holds the lease and this retry gets 409.
@@ -111,26 +135,52 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, ev *boxoffice.E
 	}
 
 	var amount int64
-	for _, st := range seats {
-		amount += st.PriceCents
+	var listingID boxoffice.ID
+	if listing != nil {
+		if listing.Status != boxoffice.ListingActive {
+			return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "this listing is no longer on sale")
+		}
+		amount, listingID = listing.PriceCents, listing.ID
+	}
+	l, err := s.Layout(ctx, ev.ID)
+	if err != nil {
+		return nil, err
 	}
 	if id == 0 {
 		id = s.ids.NextID()
 	}
 	// The hold starts when the lock store runs the acquire, after this;
 	// counting from here, the booking never claims a hold longer than the
-	// lock store gives.
+	// lock store gives. The lock outlasts the booking by HandoverGrace, so
+	// the seats are still held when the returns pass hands them on.
 	start := s.now()
-	hold, err := s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: ev.ID, SeatIDs: req.SeatIDs, Owner: id, TTL: s.cfg.HoldTTL})
+	ttl := s.cfg.HoldTTL + s.cfg.HandoverGrace
+	var hold boxoffice.Hold
+	if req.Best != nil {
+		hold, err = s.holdBest(ctx, l, req.Best, id, ttl)
+		req.SeatIDs = hold.SeatIDs
+	} else {
+		hold, err = s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: ev.ID, SeatIDs: req.SeatIDs, Owner: id, TTL: ttl})
+	}
 	if err != nil {
 		return nil, err
+	}
+	if listing == nil {
+		for _, seat := range req.SeatIDs {
+			st, _ := l.Seat(seat)
+			amount += st.PriceCents
+		}
 	}
 	now := s.now()
 	b := &boxoffice.Booking{
 		ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Status: boxoffice.BookingPending,
 		Fence: hold.Fence, AmountCents: amount, HeldUntil: start.Add(s.cfg.HoldTTL), CreatedAt: now, UpdatedAt: now,
+		ListingID: listingID,
 	}
 	res = ReserveResult{BookingID: id, HeldUntil: b.HeldUntil, PaymentURL: PaymentURL(id)}
+	if req.Best != nil {
+		res.SeatIDs = req.SeatIDs
+	}
 	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusCreated, &res)
 	if err != nil {
 		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)

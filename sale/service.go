@@ -45,6 +45,21 @@ type Config struct {
 	// WorkerParallelism is how many requests of a batch a worker serves at
 	// once (default 16).
 	WorkerParallelism int
+	// HandoverGrace is how much longer than its booking a hold lasts in the
+	// lock layer (default 30s). Seats that come back (a hold that ran out,
+	// a release) stay held under the old booking for that long, so the
+	// returns pass can offer them to the waitlist before anyone else can
+	// take them; if the pass does not run in time, the seats go back to
+	// the public by themselves.
+	HandoverGrace time.Duration
+	// OfferWindow is how long a waitlist offer holds its seats for the
+	// user (default 10m).
+	OfferWindow time.Duration
+	// PublicFirst gives returned seats back to the public at once and
+	// offers the waitlist only what it can still hold afterwards, instead
+	// of the default: the waitlist first, the public only what nobody on
+	// it takes.
+	PublicFirst bool
 }
 
 func (c *Config) setDefaults() {
@@ -78,6 +93,12 @@ func (c *Config) setDefaults() {
 	if c.WorkerParallelism <= 0 {
 		c.WorkerParallelism = 16
 	}
+	if c.HandoverGrace <= 0 {
+		c.HandoverGrace = 30 * time.Second
+	}
+	if c.OfferWindow <= 0 {
+		c.OfferWindow = 10 * time.Minute
+	}
 }
 
 // Service implements the use cases. Create it with New.
@@ -101,6 +122,13 @@ type Service struct {
 	// immutable once created, so entries never go stale.
 	layouts   sync.Map // boxoffice.ID → *Layout
 	layoutsSF singleflight.Group
+
+	// returnsKick wakes RunReturns at once when this process freed seats.
+	returnsKick chan struct{}
+	// avail is the seat map best available picks from (UseAvailability);
+	// taken, the seats this process saw taken since.
+	avail Availability
+	taken takenSeats
 }
 
 // Deps are the ports the service drives.
@@ -130,7 +158,7 @@ func New(d Deps, cfg Config) *Service {
 		d.Log = slog.Default()
 	}
 	s := &Service{store: d.Store, holds: d.Holds, leases: d.Leases, payments: d.Payments,
-		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier}
+		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier, returnsKick: make(chan struct{}, 1)}
 	if d.Queue != nil && d.RequestLog != nil {
 		s.queue, s.reqLog = d.Queue, d.RequestLog
 	}
@@ -146,6 +174,7 @@ type Layout struct {
 	Event *boxoffice.Event
 	Seats []boxoffice.Seat
 	index map[string]boxoffice.Seat
+	order map[string]int // seat id → its place in Seats
 }
 
 // Seat returns a seat of the layout by id.
@@ -187,10 +216,12 @@ func (s *Service) Layout(ctx context.Context, eventID boxoffice.ID) (*Layout, er
 func newLayout(e *boxoffice.Event) *Layout {
 	seats := e.Seats()
 	idx := make(map[string]boxoffice.Seat, len(seats))
-	for _, st := range seats {
+	order := make(map[string]int, len(seats))
+	for i, st := range seats {
 		idx[st.ID] = st
+		order[st.ID] = i
 	}
-	return &Layout{Event: e, Seats: seats, index: idx}
+	return &Layout{Event: e, Seats: seats, index: idx, order: order}
 }
 
 // randomCode returns n random bytes in unpadded base32: ticket codes and

@@ -1,6 +1,7 @@
 // Package seatmap builds and caches the seat map of an event: every seat
-// with available, held or sold, built from the store's sold seats plus the
-// lock layer's live holds. A snapshot lives for a TTL (default 10s); when it
+// with available, held, sold or resale (sold, and listed by its owner),
+// built from the store's sold seats and active listings plus the lock
+// layer's live holds. A snapshot lives for a TTL (default 10s); when it
 // runs out, one caller rebuilds it (single flight) while the others keep
 // serving the old copy, so a hot event costs one rebuild per TTL however
 // many clients poll it. Snapshots carry a strong ETag and a gzipped body
@@ -29,13 +30,22 @@ const (
 	Available = "available"
 	Held      = "held"
 	Sold      = "sold"
+	// Resale: sold, and on the resale market (GET /events/{id}/listings).
+	Resale = "resale"
 )
 
 // status codes in the compact view: one letter per seat.
 var (
-	statusLetter = map[string]byte{Available: 'a', Held: 'h', Sold: 's'}
-	letterStatus = map[byte]string{'a': Available, 'h': Held, 's': Sold}
+	statusLetter = map[string]byte{Available: 'a', Held: 'h', Sold: 's', Resale: 'r'}
+	letterStatus = map[byte]string{'a': Available, 'h': Held, 's': Sold, 'r': Resale}
 )
+
+// Store is the part of the database the seat map reads (boxoffice.Store
+// has it).
+type Store interface {
+	SoldSeats(ctx context.Context, eventID boxoffice.ID) ([]string, error)
+	EventListings(ctx context.Context, eventID boxoffice.ID) ([]boxoffice.Listing, error)
+}
 
 // Layouts gives the immutable seat layout of an event (sale.Service).
 type Layouts interface {
@@ -78,7 +88,7 @@ func (c *Cache) fresh(s *Snapshot) bool {
 // Cache builds and caches snapshots.
 type Cache struct {
 	layouts Layouts
-	store   boxoffice.EventStore
+	store   Store
 	holds   boxoffice.Holds
 	ttl     time.Duration
 	now     func() time.Time
@@ -98,7 +108,7 @@ type Cache struct {
 
 // New returns a cache with the given TTL (0 means 10s). now nil means
 // time.Now.
-func New(layouts Layouts, store boxoffice.EventStore, holds boxoffice.Holds, ttl time.Duration, now func() time.Time) *Cache {
+func New(layouts Layouts, store Store, holds boxoffice.Holds, ttl time.Duration, now func() time.Time) *Cache {
 	if ttl <= 0 {
 		ttl = 10 * time.Second
 	}
@@ -138,6 +148,16 @@ func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error
 		return snap, nil
 	}
 	return c.rebuild(ctx, eventID)
+}
+
+// Statuses returns the event's seat statuses in layout order from the
+// current snapshot (sale's best-available picks its candidates from it).
+func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID) ([]string, error) {
+	snap, err := c.Get(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Statuses, nil
 }
 
 // Invalidate drops an event's snapshot so the next Get rebuilds it; shared
@@ -286,10 +306,14 @@ type seatJSON struct {
 	Status     string `json:"status"`
 	PriceTier  string `json:"price_tier"`
 	PriceCents int64  `json:"price_cents"`
+	// A seat on the resale market: its listing and asking price.
+	ListingID        boxoffice.ID `json:"listing_id,omitempty"`
+	ResalePriceCents int64        `json:"resale_price_cents,omitempty"`
 }
 
 // Build makes a new snapshot without the cache: one read of the sold
-// seats, one batched read of the holds.
+// seats, one of the active listings, one batched read of the holds. A
+// listed seat a buyer holds shows as held.
 func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
 	c.builds.Add(1)
 	seats, err := c.layouts.LayoutSeats(ctx, eventID)
@@ -319,15 +343,25 @@ func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, err
 	for _, id := range sold {
 		soldSet[id] = true
 	}
+	listings, err := c.store.EventListings(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	listed := make(map[string]*boxoffice.Listing, len(listings))
+	for i := range listings {
+		listed[listings[i].SeatID] = &listings[i]
+	}
 	snap := &Snapshot{EventID: eventID, BuiltAt: builtAt, Statuses: make([]string, len(seats)), Counts: map[string]int{}, Degraded: degraded}
 	out := struct {
 		EventID boxoffice.ID `json:"event_id"`
 		Seats   []seatJSON   `json:"seats"`
 	}{EventID: eventID, Seats: make([]seatJSON, len(seats))}
 	for i, s := range seats {
-		st := Available
+		st, l := Available, listed[s.ID]
 		switch {
-		case soldSet[s.ID]:
+		case soldSet[s.ID] && l != nil && !held[i]:
+			st = Resale
+		case soldSet[s.ID] && l == nil:
 			st = Sold
 		case held[i]:
 			st = Held
@@ -335,6 +369,9 @@ func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, err
 		snap.Statuses[i] = st
 		snap.Counts[st]++
 		out.Seats[i] = seatJSON{SeatID: s.ID, Section: s.Section, Row: s.Row, Number: s.Number, Status: st, PriceTier: s.PriceTier, PriceCents: s.PriceCents}
+		if st == Resale {
+			out.Seats[i].ListingID, out.Seats[i].ResalePriceCents = l.ID, l.PriceCents
+		}
 	}
 	if snap.JSON, err = json.Marshal(out); err != nil {
 		return nil, err
@@ -350,8 +387,8 @@ func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, err
 
 // compact renders the availability view: {"event_id", "seat_count",
 // "counts", "runs"} where runs is "<n><letter>..." over the layout order,
-// letters a (available), h (held), s (sold). A fully available 70,000-seat
-// venue is "70000a".
+// letters a (available), h (held), s (sold), r (resale). A fully available
+// 70,000-seat venue is "70000a".
 func compact(eventID boxoffice.ID, statuses []string, counts map[string]int) []byte {
 	var runs []byte
 	for i := 0; i < len(statuses); {
@@ -369,7 +406,7 @@ func compact(eventID boxoffice.ID, statuses []string, counts map[string]int) []b
 		Counts    map[string]int `json:"counts"`
 		Encoding  string         `json:"encoding"`
 		Runs      string         `json:"runs"`
-	}{eventID, len(statuses), counts, "rle:a=available,h=held,s=sold", string(runs)})
+	}{eventID, len(statuses), counts, "rle:a=available,h=held,s=sold,r=resale", string(runs)})
 	return b
 }
 
@@ -385,7 +422,7 @@ func DecodeRuns(runs string) ([]byte, error) {
 			if n > boxoffice.MaxSeatsPerEvent {
 				return nil, boxoffice.Errorf(boxoffice.EINVALID, "run too long")
 			}
-		case ch == 'a' || ch == 'h' || ch == 's':
+		case ch == 'a' || ch == 'h' || ch == 's' || ch == 'r':
 			out = append(out, bytes.Repeat([]byte{ch}, n)...)
 			n = 0
 		default:

@@ -16,11 +16,12 @@ import (
 // from the event itself.
 type fakeSold struct {
 	boxoffice.EventStore
-	mu    sync.Mutex
-	sold  []string
-	calls atomic.Int32
-	delay time.Duration
-	event *boxoffice.Event
+	mu       sync.Mutex
+	sold     []string
+	calls    atomic.Int32
+	delay    time.Duration
+	event    *boxoffice.Event
+	listings []boxoffice.Listing
 }
 
 func (f *fakeSold) SoldSeats(ctx context.Context, id boxoffice.ID) ([]string, error) {
@@ -29,6 +30,12 @@ func (f *fakeSold) SoldSeats(ctx context.Context, id boxoffice.ID) ([]string, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.sold...), nil
+}
+
+func (f *fakeSold) EventListings(ctx context.Context, id boxoffice.ID) ([]boxoffice.Listing, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]boxoffice.Listing(nil), f.listings...), nil
 }
 
 func (f *fakeSold) LayoutSeats(ctx context.Context, id boxoffice.ID) ([]boxoffice.Seat, error) {
@@ -146,5 +153,51 @@ func TestDecodeRunsRefusesGarbage(t *testing.T) {
 		if _, err := DecodeRuns(in); err == nil {
 			t.Errorf("DecodeRuns(%q) accepted", in)
 		}
+	}
+}
+
+// A sold seat whose owner lists it shows as resale with its price, in the
+// full map and the compact view; once a buyer holds it, as held.
+func TestListedSeatShowsAsResaleUntilABuyerHoldsIt(t *testing.T) {
+	c, f, clk, holds := setup(t)
+	f.delay = 0
+	f.sold = []string{"A-A-1", "A-A-2"}
+	f.listings = []boxoffice.Listing{{ID: 99, EventID: 7, SeatID: "A-A-2", PriceCents: 4200, Status: boxoffice.ListingActive}}
+	snap, err := c.Get(context.Background(), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Seats []struct {
+			SeatID           string       `json:"seat_id"`
+			Status           string       `json:"status"`
+			ListingID        boxoffice.ID `json:"listing_id"`
+			ResalePriceCents int64        `json:"resale_price_cents"`
+		} `json:"seats"`
+	}
+	if err := json.Unmarshal(snap.JSON, &m); err != nil {
+		t.Fatal(err)
+	}
+	if s := m.Seats[0]; s.Status != Sold || s.ListingID != 0 {
+		t.Errorf("sold seat: %+v", s)
+	}
+	if s := m.Seats[1]; s.Status != Resale || s.ListingID != 99 || s.ResalePriceCents != 4200 {
+		t.Errorf("listed seat: %+v, want resale, listing 99 at 4200", s)
+	}
+	var view struct{ Runs string }
+	_ = json.Unmarshal(snap.Compact, &view)
+	if view.Runs != "1s1r8a" {
+		t.Errorf("compact runs = %q, want 1s1r8a", view.Runs)
+	}
+	if _, err := holds.Acquire(context.Background(), boxoffice.HoldRequest{EventID: 7, SeatIDs: []string{"A-A-2"}, Owner: 5, TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(11 * time.Second)
+	snap, err = c.Build(context.Background(), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Statuses[1] != Held {
+		t.Errorf("listed seat a buyer holds: %s, want held", snap.Statuses[1])
 	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"slices"
 	"sort"
@@ -19,26 +20,39 @@ import (
 //
 // A booking is live when it is pending and its hold runs past
 // nb.Booking.CreatedAt, the request's "now" (the port passes no other).
-// The booking is written as pending whatever nb.Booking.Status says.
+// The booking is written as pending whatever nb.Booking.Status says. The
+// limit counts the user's valid tickets for the event and the seats of
+// their live bookings.
 //
-// Errors, in the order they are checked: EINVALID for no seats,
-// ENOTFOUND for an unknown event, EIDEMINFLIGHT when nb.Idempotency's key
-// is taken (so a retry is told it is a retry), ESEATTAKEN naming the seats
-// that already have a valid ticket (the lock layer forgets a sold seat once
-// its hold runs out; the database does not), ELIMIT, ECONFLICT when the
-// booking ID is taken, EINVALID for a seat named twice or not in the layout.
+// Errors, in the order they are checked: EINVALID for no seats, for a
+// booking that is both a resale purchase and a waitlist offer, and for a
+// purchase of more than one seat; ENOTFOUND for an unknown event;
+// EIDEMINFLIGHT when nb.Idempotency's key is taken (so a retry is told it
+// is a retry); for a resale purchase ENOTFOUND (no such listing),
+// ECONFLICT (not active, or not this event's and seat's), EINVALID (the
+// buyer's own) and ESEATTAKEN (another live purchase of the listing); for
+// a waitlist offer ENOTFOUND (no such entry) and ECONFLICT (not waiting,
+// or not this user's and event's); for any other booking ESEATTAKEN naming
+// the seats that already have a valid ticket (the lock layer forgets a
+// sold seat once its hold runs out; the database does not); ELIMIT;
+// ECONFLICT when the booking ID is taken; EINVALID for a seat named twice
+// or not in the layout.
 func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
 	b := nb.Booking
-	if b == nil || len(b.SeatIDs) == 0 {
+	switch {
+	case b == nil || len(b.SeatIDs) == 0:
 		return boxoffice.Errorf(boxoffice.EINVALID, "a booking needs at least one seat")
+	case b.ListingID != 0 && b.WaitlistEntryID != 0:
+		return boxoffice.Errorf(boxoffice.EINVALID, "a booking is a resale purchase or a waitlist offer, not both")
+	case b.ListingID != 0 && len(b.SeatIDs) != 1:
+		return boxoffice.Errorf(boxoffice.EINVALID, "a resale purchase is of exactly one seat, the listing's")
 	}
 	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-		// Every check in one statement: whether the event exists, the
-		// user's live and confirmed seats for it (the limit), and which of
-		// the requested seats already have a valid ticket. CROSS JOIN keeps
-		// the requested seats the outer loop (SQLite does not reorder it):
-		// a few index probes, not a walk over every ticket already sold for
-		// the event.
+		// The common checks in one statement: whether the event exists,
+		// the user's seats for it (the limit), and which of the requested
+		// seats already have a valid ticket. CROSS JOIN keeps the requested
+		// seats the outer loop (SQLite does not reorder it): a few index
+		// probes, not a walk over every ticket already sold for the event.
 		var (
 			eventExists bool
 			taken       int
@@ -47,11 +61,12 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		if err := tx.QueryRowContext(ctx, `
 			SELECT
 				EXISTS (SELECT 1 FROM events WHERE id = ?1),
-				(SELECT count(*)
-				 FROM bookings b
-				 JOIN booking_seats bs ON bs.booking_id = b.id
-				 WHERE b.event_id = ?1 AND b.user_id = ?2
-				   AND (b.status = 'confirmed' OR (b.status = 'pending' AND b.held_until > ?3))),
+				(SELECT count(*) FROM tickets
+				 WHERE user_id = ?2 AND event_id = ?1 AND status = 'valid')
+				+ (SELECT count(*)
+				   FROM bookings b
+				   JOIN booking_seats bs ON bs.booking_id = b.id
+				   WHERE b.event_id = ?1 AND b.user_id = ?2 AND b.status = 'pending' AND b.held_until > ?3),
 				(SELECT json_group_array(j.value)
 				 FROM json_each(?4) j
 				 CROSS JOIN tickets t
@@ -68,8 +83,20 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 				return err
 			}
 		}
-		if sold != "[]" {
-			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: inRequestOrder(sold, b.SeatIDs)}
+		if b.ListingID != 0 {
+			// The seat is sold: that is what a listing is.
+			if err := checkPurchase(ctx, tx, b); err != nil {
+				return err
+			}
+		} else {
+			if b.WaitlistEntryID != 0 {
+				if err := checkOffer(ctx, tx, b); err != nil {
+					return err
+				}
+			}
+			if sold != "[]" {
+				return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: inRequestOrder(sold, b.SeatIDs)}
+			}
 		}
 		if taken+len(b.SeatIDs) > nb.TicketLimit {
 			return boxoffice.Errorf(boxoffice.ELIMIT,
@@ -77,9 +104,11 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		}
 
 		_, err := tx.ExecContext(ctx, `
-			INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
-			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)`,
-			b.ID, b.EventID, b.UserID, b.Fence, b.AmountCents, millis(b.HeldUntil), millis(b.CreatedAt), millis(b.UpdatedAt))
+			INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at,
+			                      listing_id, waitlist_entry_id)
+			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.EventID, b.UserID, b.Fence, b.AmountCents, millis(b.HeldUntil), millis(b.CreatedAt), millis(b.UpdatedAt),
+			orNull(b.ListingID), orNull(b.WaitlistEntryID))
 		if isUniqueViolation(err) {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d already exists", b.ID)
 		}
@@ -102,12 +131,81 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 				return err
 			}
 		}
+		if b.WaitlistEntryID != 0 {
+			if _, err := tx.ExecContext(ctx, `
+				UPDATE waitlist_entries
+				SET status = 'offered', booking_id = ?, offers = offers + 1, updated_at = ?
+				WHERE id = ?`,
+				b.ID, millis(b.CreatedAt), b.WaitlistEntryID); err != nil {
+				return err
+			}
+		}
 		// The event reports the booking as stored: pending, its times
 		// truncated to the millisecond.
 		held := *b
 		held.Status, held.HeldUntil = boxoffice.BookingPending, fromMillis(millis(b.HeldUntil))
 		return writeEvent(ctx, tx, boxoffice.TopicBookingHeld, &held, fromMillis(millis(b.CreatedAt)))
 	})
+}
+
+// checkPurchase checks a resale purchase b against its listing: it must
+// exist (ENOTFOUND), be active and of b's event and seat (ECONFLICT), not
+// be the buyer's own (EINVALID), and have no other live buyer at
+// b.CreatedAt (ESEATTAKEN: the database backs up the lock layer).
+func checkPurchase(ctx context.Context, tx *txn, b *boxoffice.Booking) error {
+	var (
+		eventID        boxoffice.ID
+		seat, seller   string
+		status         boxoffice.ListingStatus
+		otherLiveBuyer bool
+	)
+	err := tx.QueryRowContext(ctx, `
+		SELECT l.event_id, l.seat_id, l.seller_id, l.status,
+			EXISTS (SELECT 1 FROM bookings b
+			        WHERE b.listing_id = l.id AND b.status = 'pending' AND b.held_until > ?)
+		FROM listings l
+		WHERE l.id = ?`, millis(b.CreatedAt), b.ListingID,
+	).Scan(&eventID, &seat, &seller, &status, &otherLiveBuyer)
+	if err == sql.ErrNoRows {
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "listing %d not found", b.ListingID)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case status != boxoffice.ListingActive || eventID != b.EventID || seat != b.SeatIDs[0]:
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "listing %d is no longer on sale", b.ListingID)
+	case seller == b.UserID:
+		return boxoffice.Errorf(boxoffice.EINVALID, "a seller cannot buy their own listing")
+	case otherLiveBuyer:
+		return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "another buyer holds this listing", Seats: []string{seat}}
+	}
+	return nil
+}
+
+// checkOffer checks a waitlist offer b against its entry: it must exist
+// (ENOTFOUND), be b's user's and event's, and be waiting (ECONFLICT).
+func checkOffer(ctx context.Context, tx *txn, b *boxoffice.Booking) error {
+	var (
+		eventID boxoffice.ID
+		user    string
+		status  boxoffice.WaitlistStatus
+	)
+	err := tx.QueryRowContext(ctx, `SELECT event_id, user_id, status FROM waitlist_entries WHERE id = ?`,
+		b.WaitlistEntryID).Scan(&eventID, &user, &status)
+	if err == sql.ErrNoRows {
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "waitlist entry %d not found", b.WaitlistEntryID)
+	}
+	if err != nil {
+		return err
+	}
+	if eventID != b.EventID || user != b.UserID {
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "waitlist entry %d is not this user's for this event", b.WaitlistEntryID)
+	}
+	if status != boxoffice.WaitlistWaiting {
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "waitlist entry %d is %s, not waiting", b.WaitlistEntryID, status)
+	}
+	return nil
 }
 
 // inRequestOrder decodes soldJSON, a JSON array of seat ids, and orders
@@ -165,6 +263,13 @@ func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Bookin
 //
 // The unique index on valid tickets, not a prior read, decides ESEATTAKEN:
 // it holds whatever the lock layer and this code did.
+//
+// A resale purchase is checked after the hold and the fence: ECONFLICT
+// if its listing is not active or the seller's ticket is no longer valid
+// or was checked in. The seller's ticket is voided before the buyer's is
+// issued, so the unique index holds throughout. A waitlist offer's entry
+// is fulfilled whatever its status (a user who left while the offer was
+// open and paid anyway has the seats).
 func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error) {
 	var out *boxoffice.Booking
 	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
@@ -211,6 +316,13 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %d: a newer hold claims one of its seats", b.ID)
 		}
 
+		var sale *resale
+		if b.ListingID != 0 {
+			if sale, err = takeListing(ctx, tx, b); err != nil {
+				return err
+			}
+		}
+
 		for _, t := range c.Tickets {
 			_, err := tx.ExecContext(ctx, `
 				INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
@@ -220,6 +332,12 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 				return ticketConflict(ctx, tx, b.ID)
 			}
 			if err != nil {
+				return err
+			}
+		}
+
+		if sale != nil {
+			if err := sellListing(ctx, tx, sale, b.ID, c.Now); err != nil {
 				return err
 			}
 		}
@@ -241,6 +359,14 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			c.Code, c.Payment.AuthID, millis(c.Now), b.ID); err != nil {
 			return err
 		}
+		if b.WaitlistEntryID != 0 {
+			if _, err := tx.ExecContext(ctx, `
+				UPDATE waitlist_entries SET status = 'fulfilled', updated_at = ?
+				WHERE id = ? AND booking_id = ?`,
+				millis(c.Now), b.WaitlistEntryID, b.ID); err != nil {
+				return err
+			}
+		}
 		if c.Idempotency != nil {
 			if err := insertIdempotency(ctx, tx, c.Idempotency); err != nil {
 				return err
@@ -249,7 +375,23 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		if out, err = loadBooking(ctx, tx, b.ID); err != nil {
 			return err
 		}
-		return writeEvent(ctx, tx, boxoffice.TopicBookingConfirmed, out, out.UpdatedAt)
+		if err := writeEvent(ctx, tx, boxoffice.TopicBookingConfirmed, out, out.UpdatedAt); err != nil {
+			return err
+		}
+		if sale == nil {
+			return nil
+		}
+		return writeResold(ctx, tx, boxoffice.Resale{
+			ListingID:   sale.listingID,
+			EventID:     out.EventID,
+			SeatID:      sale.seatID,
+			PriceCents:  sale.priceCents,
+			SellerID:    sale.sellerID,
+			BuyerID:     out.UserID,
+			BookingID:   out.ID,
+			OldTicketID: sale.ticketID,
+			NewTicketID: out.Tickets[0].ID,
+		}, out.UpdatedAt)
 	})
 	if err != nil {
 		return nil, err
@@ -279,6 +421,71 @@ func checkTickets(b *boxoffice.Booking, tickets []boxoffice.Ticket) error {
 	return nil
 }
 
+// resale is the listing a resale purchase buys, as takeListing found it.
+type resale struct {
+	listingID  boxoffice.ID
+	ticketID   boxoffice.ID // the seller's
+	seatID     string
+	sellerID   string
+	priceCents int64
+}
+
+// takeListing checks that the listing of the resale purchase b is still
+// for sale and voids the seller's ticket (VoidResold), so that the buyer's
+// can be issued. ECONFLICT if the listing is not active, or the ticket is
+// no longer valid or was checked in.
+func takeListing(ctx context.Context, tx *txn, b *boxoffice.Booking) (*resale, error) {
+	var (
+		r            = resale{listingID: b.ListingID}
+		status       boxoffice.ListingStatus
+		ticketStatus boxoffice.TicketStatus
+		checkedIn    bool
+	)
+	gone := func() error {
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "listing %d is no longer on sale", b.ListingID)
+	}
+	err := tx.QueryRowContext(ctx, `
+		SELECT l.ticket_id, l.seat_id, l.seller_id, l.price_cents, l.status, t.status, t.checked_in_at IS NOT NULL
+		FROM listings l
+		JOIN tickets t ON t.id = l.ticket_id
+		WHERE l.id = ?`, b.ListingID,
+	).Scan(&r.ticketID, &r.seatID, &r.sellerID, &r.priceCents, &status, &ticketStatus, &checkedIn)
+	if err == sql.ErrNoRows {
+		return nil, gone()
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case status != boxoffice.ListingActive:
+		return nil, gone()
+	case ticketStatus != boxoffice.TicketValid:
+		return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "listing %d: the ticket is no longer valid", b.ListingID)
+	case checkedIn:
+		return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "listing %d: the ticket was checked in", b.ListingID)
+	}
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE tickets SET status = 'void', void_reason = 'resold' WHERE id = ?`, r.ticketID); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// sellListing records the sale of r to booking at now: the listing sold,
+// the seller's payout of its price owed.
+func sellListing(ctx context.Context, tx *txn, r *resale, booking boxoffice.ID, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE listings SET status = 'sold', buyer_booking_id = ?, updated_at = ? WHERE id = ?`,
+		booking, millis(now), r.listingID); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO payouts (listing_id, seller_id, amount_cents, status, created_at)
+		VALUES (?, ?, ?, 'pending', ?)`,
+		r.listingID, r.sellerID, r.priceCents, millis(now))
+	return err
+}
+
 // ticketConflict explains a unique violation on tickets: a seat of the
 // booking already has a valid ticket (ESEATTAKEN, naming the seats), or
 // else a ticket id or code is already in use.
@@ -303,8 +510,9 @@ func ticketConflict(ctx context.Context, tx *txn, bookingID boxoffice.ID) error 
 }
 
 // ReleaseBooking moves a pending booking to released or expired (to) and
-// returns it. Errors: EINVALID for another target status, ENOTFOUND,
-// ECONFLICT if it was not pending.
+// returns it, with its seat return and, for a waitlist offer still
+// offered, its entry lapsed (both at now). Errors: EINVALID for another
+// target status, ENOTFOUND, ECONFLICT if it was not pending.
 func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffice.BookingStatus, now time.Time) (*boxoffice.Booking, error) {
 	if to != boxoffice.BookingReleased && to != boxoffice.BookingExpired {
 		return nil, boxoffice.Errorf(boxoffice.EINVALID, "a booking is released to %q or %q, not %q",
@@ -329,7 +537,10 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		if n == 0 {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d is %s", id, out.Status)
 		}
-		return writeEvent(ctx, tx, releaseTopic(to), out, out.UpdatedAt)
+		if err := writeEvent(ctx, tx, releaseTopic(to), out, out.UpdatedAt); err != nil {
+			return err
+		}
+		return endHold(ctx, tx, out, out.UpdatedAt)
 	})
 	if err != nil {
 		return nil, err
@@ -348,7 +559,8 @@ func releaseTopic(to boxoffice.BookingStatus) string {
 // ExpireBookings moves up to limit pending bookings whose hold ran out by
 // cutoff (held_until <= cutoff: the moment a hold stops being live, as in
 // Booking.Live) to expired, oldest hold first, and returns them. Their
-// UpdatedAt is cutoff.
+// UpdatedAt is cutoff; their events and seat returns are written in that
+// order, and the offers among them lapse, all at cutoff.
 func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int) ([]*boxoffice.Booking, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -385,6 +597,9 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 			if err := writeEvent(ctx, tx, boxoffice.TopicBookingExpired, b, b.UpdatedAt); err != nil {
 				return err
 			}
+			if err := endHold(ctx, tx, b, b.UpdatedAt); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -392,6 +607,102 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 		return nil, err
 	}
 	return out, nil
+}
+
+// CancelBooking moves a confirmed booking to cancelled at c.Now, in one
+// transaction: its tickets void (VoidCancelled), its payment
+// refund_pending, its seats back (a seat return at c.Now), the
+// booking.cancelled event, and c.Idempotency. A booking cancelled before
+// is returned as it is and nothing is written.
+//
+// Errors, in the order they are checked: ENOTFOUND; ECONFLICT when the
+// booking is not confirmed, is a resale purchase, or has a ticket that is
+// no longer valid (resold), was checked in, or is listed; EIDEMINFLIGHT.
+func (s *Store) CancelBooking(ctx context.Context, c boxoffice.CancelBooking) (*boxoffice.Booking, error) {
+	var out *boxoffice.Booking
+	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		b, err := loadBooking(ctx, tx, c.BookingID)
+		if err != nil {
+			return err
+		}
+		switch b.Status {
+		case boxoffice.BookingCancelled:
+			out = b
+			return nil
+		case boxoffice.BookingConfirmed:
+		default:
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d is %s: only a confirmed booking can be cancelled", b.ID, b.Status)
+		}
+		if b.ListingID != 0 {
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d is a resale purchase: it cannot be cancelled", b.ID)
+		}
+		for _, t := range b.Tickets {
+			switch {
+			case t.Status != boxoffice.TicketValid:
+				return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d: ticket %d was resold", b.ID, t.ID)
+			case !t.CheckedInAt.IsZero():
+				return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d: ticket %d was checked in", b.ID, t.ID)
+			case t.ListingID != 0:
+				return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d: ticket %d is listed for resale", b.ID, t.ID)
+			}
+		}
+		if c.Idempotency != nil {
+			if err := insertIdempotency(ctx, tx, c.Idempotency); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE tickets SET status = 'void', void_reason = 'cancelled'
+			WHERE booking_id = ? AND status = 'valid'`, b.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE payments SET status = 'refund_pending' WHERE booking_id = ?`, b.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE bookings SET status = 'cancelled', updated_at = ? WHERE id = ?`,
+			millis(c.Now), b.ID); err != nil {
+			return err
+		}
+		if out, err = loadBooking(ctx, tx, b.ID); err != nil {
+			return err
+		}
+		if err := writeEvent(ctx, tx, boxoffice.TopicBookingCancelled, out, out.UpdatedAt); err != nil {
+			return err
+		}
+		return writeReturn(ctx, tx, out, out.UpdatedAt)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// endHold records in tx that the pending booking b ended unpaid at at:
+// its seats come back (a seat return, naming the listing of a resale
+// purchase), and a waitlist offer's entry lapses if it is still offered.
+func endHold(ctx context.Context, tx *txn, b *boxoffice.Booking, at time.Time) error {
+	if err := writeReturn(ctx, tx, b, at); err != nil {
+		return err
+	}
+	if b.WaitlistEntryID == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `
+		UPDATE waitlist_entries SET status = 'lapsed', updated_at = ?
+		WHERE id = ? AND booking_id = ? AND status = 'offered'`,
+		millis(at), b.WaitlistEntryID, b.ID)
+	return err
+}
+
+// writeReturn records in tx that b's seats came back at at.
+func writeReturn(ctx context.Context, tx *txn, b *boxoffice.Booking, at time.Time) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO seat_returns (event_id, booking_id, seat_ids, listing_id, created_at)
+		VALUES (?, ?, ?, ?, ?)`,
+		b.EventID, b.ID, jsonStrings(b.SeatIDs), orNull(b.ListingID), millis(at))
+	return err
 }
 
 // attachSeats fills in the seats of bookings, in request order.

@@ -13,14 +13,16 @@ import (
 // stays well under SQLite's limit of 32766 parameters a statement.
 const seatBatch = 500
 
-// CreateEvent writes the event, its sections and every seat of its layout
-// in one transaction. An event whose ID is taken fails with ECONFLICT.
+// CreateEvent writes the event, its policy, its sections and every seat of
+// its layout in one transaction. An event whose ID is taken fails with ECONFLICT.
 func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		_, err := tx.ExecContext(ctx, `
-			INSERT INTO events (id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, e.Name, e.Venue, millis(e.StartsAt), millis(e.SaleOpensAt), e.SaleMode, e.TicketLimit, millis(e.CreatedAt))
+			INSERT INTO events (id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at,
+			                    refundable, refund_cutoff_hours, resale_disabled, resale_cap_percent)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.Name, e.Venue, millis(e.StartsAt), millis(e.SaleOpensAt), e.SaleMode, e.TicketLimit, millis(e.CreatedAt),
+			e.Refundable, e.RefundCutoffHours, e.ResaleDisabled, e.ResaleCapPercent)
 		if isUniqueViolation(err) {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "event %d already exists", e.ID)
 		}

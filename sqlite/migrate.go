@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -54,18 +55,35 @@ func loadMigrations() ([]migration, error) {
 }
 
 // migrate applies the migrations the database has not recorded in
-// schema_migrations. Each runs in a write transaction (BEGIN IMMEDIATE), so
-// two processes opening a new file at once apply each migration once.
-func (s *Store) migrate(ctx context.Context) error {
-	if err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-		_, err := tx.raw.ExecContext(ctx, `
-			CREATE TABLE IF NOT EXISTS schema_migrations (
-				version    INTEGER PRIMARY KEY,
-				name       TEXT    NOT NULL,
-				applied_at INTEGER NOT NULL
-			) STRICT`)
+// schema_migrations, on the writer's connection before the write combiner
+// takes it. Each runs in a write transaction (BEGIN IMMEDIATE), so two
+// processes opening a new file at once apply each migration once.
+//
+// Foreign keys are off while a migration runs and checked before it
+// commits (PRAGMA foreign_key_check), as SQLite's documented procedure for
+// schema changes ALTER TABLE cannot make asks: a migration may rebuild a
+// table (create the new one, copy, drop the old, rename) without the drop
+// tripping the keys of the tables that refer to it.
+func migrate(ctx context.Context, db *sql.DB) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
 		return err
-	}); err != nil {
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		return err
+	}
+	defer func() {
+		if _, ferr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`); ferr != nil && err == nil {
+			err = ferr
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, `
+		CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT    NOT NULL,
+			applied_at INTEGER NOT NULL
+		) STRICT`); err != nil {
 		return err
 	}
 	ms, err := loadMigrations()
@@ -73,29 +91,48 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	for _, m := range ms {
-		err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-			var applied bool
-			if err := tx.QueryRowContext(ctx,
-				`SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, m.version,
-			).Scan(&applied); err != nil {
-				return err
-			}
-			if applied {
-				return nil
-			}
-			// Unprepared: a migration is a script of many statements, run
-			// once, never a statement to prepare.
-			if _, err := tx.raw.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("%s: %w", m.name, err)
-			}
-			_, err := tx.ExecContext(ctx,
-				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, millis(time.Now()))
-			return err
-		})
-		if err != nil {
-			return err
+		if err := applyMigration(ctx, conn, m); err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
 		}
 	}
 	return nil
+}
+
+// applyMigration runs m in one write transaction unless it was applied.
+func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error) {
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		}
+	}()
+	var applied bool
+	if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`,
+		m.version).Scan(&applied); err != nil {
+		return err
+	}
+	if applied {
+		_, err := conn.ExecContext(ctx, `COMMIT`)
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	rows, err := conn.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		return err
+	}
+	broken := rows.Next()
+	rows.Close()
+	if broken {
+		return fmt.Errorf("the migration leaves rows whose foreign keys point nowhere")
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, millis(time.Now())); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, `COMMIT`)
+	return err
 }

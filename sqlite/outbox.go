@@ -24,7 +24,22 @@ func writeEvent(ctx context.Context, tx *txn, topic string, b *boxoffice.Booking
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `
+	return insertOutbox(ctx, tx, ev)
+}
+
+// writeResold records in tx the resale r, completed at at.
+func writeResold(ctx context.Context, tx *txn, r boxoffice.Resale, at time.Time) error {
+	ev, err := boxoffice.NewTicketResoldEvent(r, at)
+	if err != nil {
+		return err
+	}
+	return insertOutbox(ctx, tx, ev)
+}
+
+// insertOutbox writes ev in tx. An event ID already present is a bug (see
+// writeEvent).
+func insertOutbox(ctx context.Context, tx *txn, ev boxoffice.OutboxEvent) error {
+	_, err := tx.ExecContext(ctx, `
 		INSERT INTO outbox (event_id, topic, key, payload, created_at)
 		VALUES (?, ?, ?, ?, ?)`,
 		ev.ID, ev.Topic, ev.Key, string(ev.Payload), millis(ev.CreatedAt))

@@ -42,7 +42,7 @@ func (q *Queue) poke() {
 	}
 }
 
-const queueColumns = `id, event_id, user_id, idempotency_key, request_hash, seat_ids, position, enqueued_at,
+const queueColumns = `id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, enqueued_at,
 	status, reason, message, booking_id, held_until, finished_at`
 
 // scanEntry reads a row of queueColumns, then extra columns into extra.
@@ -51,16 +51,23 @@ func scanEntry(row interface{ Scan(...any) error }, extra ...any) (*boxoffice.Qu
 		r                      boxoffice.QueuedRequest
 		e                      = boxoffice.QueueEntry{Request: &r}
 		seats, status          string
+		best                   sql.NullString
 		enqueued               int64
 		booking, held, finishd sql.NullInt64
 	)
-	dest := append([]any{&r.ID, &r.EventID, &r.UserID, &r.IdempotencyKey, &r.RequestHash, &seats, &r.Position, &enqueued,
+	dest := append([]any{&r.ID, &r.EventID, &r.UserID, &r.IdempotencyKey, &r.RequestHash, &seats, &best, &r.Position, &enqueued,
 		&status, &e.Reason, &e.Message, &booking, &held, &finishd}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(seats), &r.SeatIDs); err != nil {
 		return nil, err
+	}
+	if best.Valid {
+		r.Best = new(boxoffice.BestAvailable)
+		if err := json.Unmarshal([]byte(best.String), r.Best); err != nil {
+			return nil, err
+		}
 	}
 	r.EnqueuedAt = fromMillis(enqueued)
 	e.Status = boxoffice.QueueStatus(status)
@@ -83,6 +90,14 @@ func (q *Queue) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive i
 	seats, err := json.Marshal(r.SeatIDs)
 	if err != nil {
 		return nil, false, err
+	}
+	var best any // NULL for named seats
+	if r.Best != nil {
+		b, err := json.Marshal(r.Best)
+		if err != nil {
+			return nil, false, err
+		}
+		best = string(b)
 	}
 	var (
 		entry  *boxoffice.QueueEntry
@@ -148,11 +163,11 @@ func (q *Queue) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive i
 		// log_seq: the log's order, max + 1 (one look-up in its index);
 		// NULL in the pre-queue.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
-			(id, event_id, user_id, idempotency_key, request_hash, seat_ids, position, prequeued, log_seq, status, enqueued_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+			(id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, prequeued, log_seq, status, enqueued_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?11, ?7, ?8,
 				CASE WHEN ?8 THEN NULL ELSE (SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests) END, ?9, ?10)`,
 			row.ID, row.EventID, row.UserID, row.IdempotencyKey, row.RequestHash, string(seats), row.Position,
-			status == boxoffice.QueueWaiting, string(status), millis(row.EnqueuedAt)); err != nil {
+			status == boxoffice.QueueWaiting, string(status), millis(row.EnqueuedAt), best); err != nil {
 			return err
 		}
 		entry = &boxoffice.QueueEntry{Request: &row, Status: status}

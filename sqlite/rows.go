@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -25,14 +26,16 @@ type scanner interface {
 }
 
 // eventColumns are the columns scanEvent reads, in its order.
-const eventColumns = `id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at`
+const eventColumns = `id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at,
+	refundable, refund_cutoff_hours, resale_disabled, resale_cap_percent`
 
 func scanEvent(sc scanner) (*boxoffice.Event, error) {
 	var (
 		e                            boxoffice.Event
 		startsAt, opensAt, createdAt int64
 	)
-	if err := sc.Scan(&e.ID, &e.Name, &e.Venue, &startsAt, &opensAt, &e.SaleMode, &e.TicketLimit, &createdAt); err != nil {
+	if err := sc.Scan(&e.ID, &e.Name, &e.Venue, &startsAt, &opensAt, &e.SaleMode, &e.TicketLimit, &createdAt,
+		&e.Refundable, &e.RefundCutoffHours, &e.ResaleDisabled, &e.ResaleCapPercent); err != nil {
 		return nil, err
 	}
 	e.StartsAt, e.SaleOpensAt, e.CreatedAt = fromMillis(startsAt), fromMillis(opensAt), fromMillis(createdAt)
@@ -40,7 +43,8 @@ func scanEvent(sc scanner) (*boxoffice.Event, error) {
 }
 
 // bookingColumns are the columns scanBooking reads, in its order.
-const bookingColumns = `id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at, confirmation_code, payment_auth_id`
+const bookingColumns = `id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at,
+	confirmation_code, payment_auth_id, listing_id, waitlist_entry_id`
 
 func scanBooking(sc scanner) (*boxoffice.Booking, error) {
 	var (
@@ -48,7 +52,8 @@ func scanBooking(sc scanner) (*boxoffice.Booking, error) {
 		heldUntil, createdAt, updatedAt int64
 	)
 	if err := sc.Scan(&b.ID, &b.EventID, &b.UserID, &b.Status, &b.Fence, &b.AmountCents,
-		&heldUntil, &createdAt, &updatedAt, &b.ConfirmationCode, &b.PaymentAuthID); err != nil {
+		&heldUntil, &createdAt, &updatedAt, &b.ConfirmationCode, &b.PaymentAuthID,
+		nullID{&b.ListingID}, nullID{&b.WaitlistEntryID}); err != nil {
 		return nil, err
 	}
 	b.HeldUntil, b.CreatedAt, b.UpdatedAt = fromMillis(heldUntil), fromMillis(createdAt), fromMillis(updatedAt)
@@ -56,19 +61,62 @@ func scanBooking(sc scanner) (*boxoffice.Booking, error) {
 }
 
 // ticketColumns are the columns scanTicket reads, in its order (qualified
-// with t. for queries that join tickets).
-const ticketColumns = `t.id, t.event_id, t.booking_id, t.seat_id, t.user_id, t.code, t.status, t.issued_at`
+// with t. for queries that join tickets). The last is the ticket's active
+// listing, looked up through the partial unique index on listings.
+const ticketColumns = `t.id, t.event_id, t.booking_id, t.seat_id, t.user_id, t.code, t.status, t.issued_at,
+	t.void_reason, t.checked_in_at,
+	(SELECT l.id FROM listings l WHERE l.ticket_id = t.id AND l.status = 'active')`
 
 func scanTicket(sc scanner) (boxoffice.Ticket, error) {
 	var (
 		t        boxoffice.Ticket
 		issuedAt int64
 	)
-	if err := sc.Scan(&t.ID, &t.EventID, &t.BookingID, &t.SeatID, &t.UserID, &t.Code, &t.Status, &issuedAt); err != nil {
+	if err := sc.Scan(&t.ID, &t.EventID, &t.BookingID, &t.SeatID, &t.UserID, &t.Code, &t.Status, &issuedAt,
+		&t.VoidReason, nullTime{&t.CheckedInAt}, nullID{&t.ListingID}); err != nil {
 		return boxoffice.Ticket{}, err
 	}
 	t.IssuedAt = fromMillis(issuedAt)
 	return t, nil
+}
+
+// nullID scans a nullable id column: NULL is the zero ID.
+type nullID struct{ p *boxoffice.ID }
+
+func (n nullID) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*n.p = 0
+	case int64:
+		*n.p = boxoffice.ID(v)
+	default:
+		return fmt.Errorf("sqlite: id column holds %T", v)
+	}
+	return nil
+}
+
+// nullTime scans a nullable time column (unix milliseconds): NULL is the
+// zero time.
+type nullTime struct{ p *time.Time }
+
+func (n nullTime) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*n.p = time.Time{}
+	case int64:
+		*n.p = fromMillis(v)
+	default:
+		return fmt.Errorf("sqlite: time column holds %T", v)
+	}
+	return nil
+}
+
+// orNull is how an optional id is written: NULL for none.
+func orNull(id boxoffice.ID) any {
+	if id == 0 {
+		return nil
+	}
+	return int64(id)
 }
 
 // paymentColumns are the columns scanPayment reads, in its order.
@@ -84,6 +132,72 @@ func scanPayment(sc scanner) (boxoffice.Payment, error) {
 	}
 	p.CreatedAt = fromMillis(createdAt)
 	return p, nil
+}
+
+// listingColumns are the columns scanListing reads, in its order.
+const listingColumns = `id, event_id, ticket_id, seat_id, seller_id, price_cents, status, buyer_booking_id, created_at, updated_at`
+
+func scanListing(sc scanner) (boxoffice.Listing, error) {
+	var (
+		l                    boxoffice.Listing
+		createdAt, updatedAt int64
+	)
+	if err := sc.Scan(&l.ID, &l.EventID, &l.TicketID, &l.SeatID, &l.SellerID, &l.PriceCents, &l.Status,
+		nullID{&l.BuyerBookingID}, &createdAt, &updatedAt); err != nil {
+		return boxoffice.Listing{}, err
+	}
+	l.CreatedAt, l.UpdatedAt = fromMillis(createdAt), fromMillis(updatedAt)
+	return l, nil
+}
+
+// payoutColumns are the columns scanPayout reads, in its order.
+const payoutColumns = `listing_id, seller_id, amount_cents, status, created_at`
+
+func scanPayout(sc scanner) (boxoffice.Payout, error) {
+	var (
+		p         boxoffice.Payout
+		createdAt int64
+	)
+	if err := sc.Scan(&p.ListingID, &p.SellerID, &p.AmountCents, &p.Status, &createdAt); err != nil {
+		return boxoffice.Payout{}, err
+	}
+	p.CreatedAt = fromMillis(createdAt)
+	return p, nil
+}
+
+// waitlistColumns are the columns scanWaitlistEntry reads, in its order.
+const waitlistColumns = `id, event_id, user_id, section, price_tier, quantity, status, booking_id, offers, joined_at, updated_at`
+
+func scanWaitlistEntry(sc scanner) (boxoffice.WaitlistEntry, error) {
+	var (
+		w                   boxoffice.WaitlistEntry
+		joinedAt, updatedAt int64
+	)
+	if err := sc.Scan(&w.ID, &w.EventID, &w.UserID, &w.Section, &w.PriceTier, &w.Quantity, &w.Status,
+		nullID{&w.BookingID}, &w.Offers, &joinedAt, &updatedAt); err != nil {
+		return boxoffice.WaitlistEntry{}, err
+	}
+	w.JoinedAt, w.UpdatedAt = fromMillis(joinedAt), fromMillis(updatedAt)
+	return w, nil
+}
+
+// seatReturnColumns are the columns scanSeatReturn reads, in its order.
+const seatReturnColumns = `id, event_id, booking_id, seat_ids, listing_id, created_at`
+
+func scanSeatReturn(sc scanner) (boxoffice.SeatReturn, error) {
+	var (
+		r         boxoffice.SeatReturn
+		seats     string
+		createdAt int64
+	)
+	if err := sc.Scan(&r.ID, &r.EventID, &r.BookingID, &seats, nullID{&r.ListingID}, &createdAt); err != nil {
+		return boxoffice.SeatReturn{}, err
+	}
+	if err := json.Unmarshal([]byte(seats), &r.SeatIDs); err != nil {
+		return boxoffice.SeatReturn{}, fmt.Errorf("seat return %d: seat_ids: %w", r.ID, err)
+	}
+	r.CreatedAt = fromMillis(createdAt)
+	return r, nil
 }
 
 // idempotencyColumns are the columns scanIdempotency reads, in its order.

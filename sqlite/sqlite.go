@@ -71,17 +71,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, write); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+	}
 	writer, err := newWriteCombiner(ctx, write)
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-
 	s := &Store{write: write, writer: writer}
-	if err := s.migrate(ctx); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
-	}
 
 	// The read pool is opened after the writer has created the file and
 	// switched it to WAL (a persistent setting), so it needs no journal

@@ -129,17 +129,19 @@ func (s suite) bookings(t *testing.T) {
 type priorBooking struct {
 	user       string
 	seats      int
-	state      string // live, confirmed, lapsed, endsNow, released, expired
+	state      string // live, confirmed, lapsed, endsNow, released, expired, cancelled, listed, resold, bought, buying
 	otherEvent bool
 }
 
 func (s suite) ticketLimit(t *testing.T) {
 	t.Run("CreateBookingTicketLimit", func(t *testing.T) {
 		// alice asks for seats seats with the given limit, after the prior
-		// bookings. Live pending and confirmed seats of hers for the event
-		// count; a hold that ran out (even one not yet marked expired),
-		// released and expired bookings, other users and other events
-		// don't.
+		// bookings. Her valid tickets for the event (listed or not, bought
+		// from the box office or on resale) and the seats of her live
+		// pending bookings (resale purchases too) count; a hold that ran
+		// out (even one not yet marked expired), released, expired and
+		// cancelled bookings, tickets she resold, other users and other
+		// events don't.
 		tests := []struct {
 			name  string
 			prior []priorBooking
@@ -159,6 +161,13 @@ func (s suite) ticketLimit(t *testing.T) {
 			{"ExpiredDoesNotCount", []priorBooking{{"alice", 3, "expired", false}}, 4, 4, ""},
 			{"OtherUsersDoNotCount", []priorBooking{{"bob", 4, "confirmed", false}, {"bob", 4, "live", false}}, 4, 4, ""},
 			{"OtherEventsDoNotCount", []priorBooking{{"alice", 4, "confirmed", true}, {"alice", 4, "live", true}}, 4, 4, ""},
+			{"CancelledDoesNotCount", []priorBooking{{"alice", 3, "cancelled", false}}, 4, 4, ""},
+			{"ListedTicketsCount", []priorBooking{{"alice", 3, "listed", false}}, 2, 4, boxoffice.ELIMIT},
+			{"ResoldTicketsDoNotCount", []priorBooking{{"alice", 3, "resold", false}}, 4, 4, ""},
+			{"TicketsBoughtOnResaleCount", []priorBooking{{"alice", 3, "bought", false}}, 2, 4, boxoffice.ELIMIT},
+			{"TicketsBoughtOnResaleReachingTheLimit", []priorBooking{{"alice", 3, "bought", false}}, 1, 4, ""},
+			{"ALiveResalePurchaseCounts", []priorBooking{{"alice", 1, "buying", false}}, 4, 4, boxoffice.ELIMIT},
+			{"TicketsResoldByOthersToOthersDoNotCount", []priorBooking{{"bob", 3, "resold", false}}, 4, 4, ""},
 		}
 		for _, tc := range tests {
 			s.test(t, tc.name, func(t *testing.T, f *fixture) {
@@ -178,7 +187,11 @@ func (s suite) ticketLimit(t *testing.T) {
 					if p.otherEvent {
 						ev = other
 					}
-					b := f.newBooking(ev, p.user, take(p.seats)...)
+					owner := p.user
+					if p.state == "bought" || p.state == "buying" {
+						owner = "seller-" + p.user // p.user buys the tickets on resale
+					}
+					b := f.newBooking(ev, owner, take(p.seats)...)
 					b.CreatedAt = t0.Add(-5 * time.Minute)
 					switch p.state {
 					case "lapsed":
@@ -189,12 +202,30 @@ func (s suite) ticketLimit(t *testing.T) {
 					b.UpdatedAt = b.CreatedAt
 					f.createBooking(b)
 					switch p.state {
-					case "confirmed":
-						if _, err := f.store.ConfirmBooking(f.ctx, f.confirmation(b, t0.Add(-time.Minute), "prior")); err != nil {
-							t.Fatalf("ConfirmBooking(prior): %v", err)
-						}
 					case "released", "expired":
 						f.release(b, boxoffice.BookingStatus(p.state))
+					case "confirmed", "cancelled", "listed", "resold", "bought", "buying":
+						sold, err := f.store.ConfirmBooking(f.ctx, f.confirmation(b, t0.Add(-time.Minute), "prior"))
+						if err != nil {
+							t.Fatalf("ConfirmBooking(prior): %v", err)
+						}
+						for _, tk := range sold.Tickets {
+							switch p.state {
+							case "listed":
+								f.list(tk, 100)
+							case "resold":
+								f.resell(f.list(tk, 100), "zed")
+							case "bought":
+								f.resell(f.list(tk, 100), p.user)
+							case "buying":
+								pb := f.newPurchase(f.list(tk, 100), p.user)
+								pb.CreatedAt, pb.UpdatedAt, pb.HeldUntil = b.CreatedAt, b.CreatedAt, t0.Add(time.Minute)
+								f.createBooking(pb)
+							}
+						}
+						if p.state == "cancelled" {
+							f.cancel(sold)
+						}
 					}
 				}
 

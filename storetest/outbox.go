@@ -52,6 +52,9 @@ func (w wantEvent) payload() boxoffice.BookingEvent {
 			Status:      b.Status,
 			AmountCents: b.AmountCents,
 			HeldUntil:   b.HeldUntil,
+			ListingID:   b.ListingID,
+
+			WaitlistEntryID: b.WaitlistEntryID,
 		},
 	}
 }

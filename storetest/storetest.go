@@ -27,6 +27,10 @@
 //   - a taken event or booking ID is ECONFLICT, an unknown seat EINVALID;
 //   - the ESEATTAKEN of CreateBooking names exactly the sold seats;
 //   - ReleaseBooking to anything but released or expired is EINVALID.
+//
+// The files of cancellation, resale, check-in and the waitlist (cancel.go,
+// resale.go, tickets.go, waitlist.go, returns.go) each open with the
+// promises they pin.
 package storetest
 
 import (
@@ -61,6 +65,17 @@ func Run(t *testing.T, newStore func(t *testing.T) boxoffice.Store) {
 	s.payments(t)
 	s.idempotency(t)
 	s.outbox(t)
+	s.eventPolicy(t)
+	s.tickets(t)
+	s.checkIn(t)
+	s.listings(t)
+	s.resalePurchase(t)
+	s.resaleConfirm(t)
+	s.cancel(t)
+	s.refunds(t)
+	s.waitlist(t)
+	s.waitlistOffers(t)
+	s.seatReturns(t)
 }
 
 // suite makes a fixture around a fresh store for each subtest.
@@ -274,7 +289,7 @@ func stored(b *boxoffice.Booking) *boxoffice.Booking {
 	c.HeldUntil, c.CreatedAt, c.UpdatedAt = ms(b.HeldUntil), ms(b.CreatedAt), ms(b.UpdatedAt)
 	c.Tickets = nil
 	for _, t := range b.Tickets {
-		t.IssuedAt = ms(t.IssuedAt)
+		t.IssuedAt, t.CheckedInAt = ms(t.IssuedAt), ms(t.CheckedInAt)
 		c.Tickets = append(c.Tickets, t)
 	}
 	return &c
@@ -287,4 +302,276 @@ func wantCode(t testing.TB, what string, err error, want string) {
 	if got := boxoffice.ErrorCode(err); got != want {
 		t.Fatalf("%s: error code %q, want %q (error: %v)", what, got, want, err)
 	}
+}
+
+// The fixture's clock after the sale of t0 (confirmed at t0+1m): a ticket
+// is listed at listedAt, a buyer holds the listing from purchaseAt and pays
+// at resoldAt; a booking is cancelled at cancelledAt.
+var (
+	listedAt    = t0.Add(2 * time.Minute)
+	purchaseAt  = t0.Add(3 * time.Minute)
+	resoldAt    = t0.Add(4 * time.Minute)
+	cancelledAt = t0.Add(5 * time.Minute)
+)
+
+// sell books seats of e for user and confirms them (see confirm); it
+// returns the booking as stored, its tickets in seat order.
+func (f *fixture) sell(e *boxoffice.Event, user string, seats ...string) *boxoffice.Booking {
+	f.t.Helper()
+	return f.confirm(f.book(e, user, seats...))
+}
+
+// newListing returns an unsaved listing of t by its holder at price, made
+// at listedAt.
+func (f *fixture) newListing(t boxoffice.Ticket, price int64) *boxoffice.Listing {
+	return &boxoffice.Listing{
+		ID:         f.nextID(),
+		TicketID:   t.ID,
+		SellerID:   t.UserID,
+		PriceCents: price,
+		CreatedAt:  listedAt,
+		UpdatedAt:  listedAt,
+	}
+}
+
+// list lists t at price and returns the listing as CreateListing left it.
+func (f *fixture) list(t boxoffice.Ticket, price int64) *boxoffice.Listing {
+	f.t.Helper()
+	l := f.newListing(t, price)
+	if err := f.store.CreateListing(f.ctx, l, nil); err != nil {
+		f.t.Fatalf("CreateListing(ticket %d): %v", t.ID, err)
+	}
+	return l
+}
+
+// newPurchase returns an unsaved resale purchase of l by buyer: a pending
+// booking of the listing's seat at its price, created at purchaseAt and
+// held for hold, with a fresh fence.
+func (f *fixture) newPurchase(l *boxoffice.Listing, buyer string) *boxoffice.Booking {
+	return &boxoffice.Booking{
+		ID:          f.nextID(),
+		EventID:     l.EventID,
+		UserID:      buyer,
+		SeatIDs:     []string{l.SeatID},
+		Status:      boxoffice.BookingPending,
+		Fence:       f.nextFence(),
+		AmountCents: l.PriceCents,
+		HeldUntil:   purchaseAt.Add(hold),
+		CreatedAt:   purchaseAt,
+		UpdatedAt:   purchaseAt,
+		ListingID:   l.ID,
+	}
+}
+
+// purchase saves a newPurchase and returns it.
+func (f *fixture) purchase(l *boxoffice.Listing, buyer string) *boxoffice.Booking {
+	f.t.Helper()
+	b := f.newPurchase(l, buyer)
+	f.createBooking(b)
+	return b
+}
+
+// resell has buyer buy l (purchase, then confirm at resoldAt) and returns
+// the buyer's booking as stored, with the one new ticket.
+func (f *fixture) resell(l *boxoffice.Listing, buyer string) *boxoffice.Booking {
+	f.t.Helper()
+	b := f.purchase(l, buyer)
+	got, err := f.store.ConfirmBooking(f.ctx, f.confirmation(b, resoldAt, "resale"))
+	if err != nil {
+		f.t.Fatalf("ConfirmBooking(resale %d): %v", b.ID, err)
+	}
+	return got
+}
+
+// cancel cancels b at cancelledAt and returns it as stored.
+func (f *fixture) cancel(b *boxoffice.Booking) *boxoffice.Booking {
+	f.t.Helper()
+	got, err := f.store.CancelBooking(f.ctx, boxoffice.CancelBooking{BookingID: b.ID, Now: cancelledAt})
+	if err != nil {
+		f.t.Fatalf("CancelBooking(%d): %v", b.ID, err)
+	}
+	return got
+}
+
+// checkIn admits t at now.
+func (f *fixture) checkIn(t boxoffice.Ticket, now time.Time) *boxoffice.Ticket {
+	f.t.Helper()
+	got, err := f.store.CheckIn(f.ctx, 0, t.Code, now)
+	if err != nil {
+		f.t.Fatalf("CheckIn(%s): %v", t.Code, err)
+	}
+	return got
+}
+
+// newEntry returns an unsaved waitlist entry of user for quantity seats
+// of e, joined at t0.
+func (f *fixture) newEntry(e *boxoffice.Event, user string, quantity int) *boxoffice.WaitlistEntry {
+	return &boxoffice.WaitlistEntry{
+		ID:        f.nextID(),
+		EventID:   e.ID,
+		UserID:    user,
+		Quantity:  quantity,
+		JoinedAt:  t0,
+		UpdatedAt: t0,
+	}
+}
+
+// join puts user on e's waitlist for two seats and returns the entry as
+// JoinWaitlist left it.
+func (f *fixture) join(e *boxoffice.Event, user string) *boxoffice.WaitlistEntry {
+	f.t.Helper()
+	w := f.newEntry(e, user, 2)
+	if err := f.store.JoinWaitlist(f.ctx, w, nil); err != nil {
+		f.t.Fatalf("JoinWaitlist(%s): %v", user, err)
+	}
+	return w
+}
+
+// newOffer returns an unsaved waitlist offer of seats of e to w's user (see
+// newBooking).
+func (f *fixture) newOffer(w *boxoffice.WaitlistEntry, e *boxoffice.Event, seats ...string) *boxoffice.Booking {
+	f.t.Helper()
+	b := f.newBooking(e, w.UserID, seats...)
+	b.WaitlistEntryID = w.ID
+	return b
+}
+
+// offer saves a newOffer and returns it.
+func (f *fixture) offer(w *boxoffice.WaitlistEntry, e *boxoffice.Event, seats ...string) *boxoffice.Booking {
+	f.t.Helper()
+	b := f.newOffer(w, e, seats...)
+	f.createBooking(b)
+	return b
+}
+
+// ticket reads a ticket that must exist.
+func (f *fixture) ticket(id boxoffice.ID) *boxoffice.Ticket {
+	f.t.Helper()
+	t, err := f.store.Ticket(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("Ticket(%d): %v", id, err)
+	}
+	return t
+}
+
+// userTickets reads a user's valid tickets.
+func (f *fixture) userTickets(user string) []boxoffice.Ticket {
+	f.t.Helper()
+	ts, err := f.store.UserTickets(f.ctx, user)
+	if err != nil {
+		f.t.Fatalf("UserTickets(%s): %v", user, err)
+	}
+	return ts
+}
+
+// listing reads a listing that must exist.
+func (f *fixture) listing(id boxoffice.ID) *boxoffice.Listing {
+	f.t.Helper()
+	l, err := f.store.Listing(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("Listing(%d): %v", id, err)
+	}
+	return l
+}
+
+// eventListings reads an event's active listings.
+func (f *fixture) eventListings(eventID boxoffice.ID) []boxoffice.Listing {
+	f.t.Helper()
+	ls, err := f.store.EventListings(f.ctx, eventID)
+	if err != nil {
+		f.t.Fatalf("EventListings(%d): %v", eventID, err)
+	}
+	return ls
+}
+
+// payouts reads a seller's payouts.
+func (f *fixture) payouts(seller string) []boxoffice.Payout {
+	f.t.Helper()
+	ps, err := f.store.UserPayouts(f.ctx, seller)
+	if err != nil {
+		f.t.Fatalf("UserPayouts(%s): %v", seller, err)
+	}
+	return ps
+}
+
+// entry reads a waitlist entry that must exist.
+func (f *fixture) entry(id boxoffice.ID) *boxoffice.WaitlistEntry {
+	f.t.Helper()
+	w, err := f.store.WaitlistEntry(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("WaitlistEntry(%d): %v", id, err)
+	}
+	return w
+}
+
+// payment reads a booking's payment, which must exist.
+func (f *fixture) payment(bookingID boxoffice.ID) *boxoffice.Payment {
+	f.t.Helper()
+	p, err := f.store.Payment(f.ctx, bookingID)
+	if err != nil {
+		f.t.Fatalf("Payment(%d): %v", bookingID, err)
+	}
+	return p
+}
+
+// returns reads every pending seat return.
+func (f *fixture) returns() []boxoffice.SeatReturn {
+	f.t.Helper()
+	rs, err := f.store.PendingReturns(f.ctx, 10_000)
+	if err != nil {
+		f.t.Fatalf("PendingReturns: %v", err)
+	}
+	return rs
+}
+
+// forgetReturns deletes every pending seat return, so that what a test
+// does next is alone in the list.
+func (f *fixture) forgetReturns() {
+	f.t.Helper()
+	for _, r := range f.returns() {
+		if err := f.store.DeleteReturn(f.ctx, r.ID); err != nil {
+			f.t.Fatalf("DeleteReturn(%d): %v", r.ID, err)
+		}
+	}
+}
+
+// wantReturns fails unless the pending seat returns are exactly want, in
+// order, with rising IDs (the store's, so want's are not compared).
+func (f *fixture) wantReturns(want ...boxoffice.SeatReturn) {
+	f.t.Helper()
+	got := f.returns()
+	for i := 1; i < len(got); i++ {
+		if got[i].ID <= got[i-1].ID {
+			f.t.Errorf("seat return %d has ID %d after %d: want rising IDs, oldest first", i, got[i].ID, got[i-1].ID)
+		}
+	}
+	noID := cmpopts.IgnoreFields(boxoffice.SeatReturn{}, "ID")
+	if diff := cmp.Diff(want, got, opts, noID); diff != "" {
+		f.t.Errorf("PendingReturns mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// returnOf is the seat return that ending b at at writes.
+func returnOf(b *boxoffice.Booking, at time.Time) boxoffice.SeatReturn {
+	return boxoffice.SeatReturn{
+		EventID:   b.EventID,
+		BookingID: b.ID,
+		SeatIDs:   append([]string(nil), b.SeatIDs...),
+		ListingID: b.ListingID,
+		CreatedAt: ms(at),
+	}
+}
+
+// storedListing returns l as a store gives it back: times in ms UTC.
+func storedListing(l *boxoffice.Listing) *boxoffice.Listing {
+	c := *l
+	c.CreatedAt, c.UpdatedAt = ms(l.CreatedAt), ms(l.UpdatedAt)
+	return &c
+}
+
+// storedEntry returns w as a store gives it back: times in ms UTC.
+func storedEntry(w *boxoffice.WaitlistEntry) *boxoffice.WaitlistEntry {
+	c := *w
+	c.JoinedAt, c.UpdatedAt = ms(w.JoinedAt), ms(w.UpdatedAt)
+	return &c
 }

@@ -30,6 +30,10 @@ type config struct {
 	QueueMaxLive   int
 	PreQueue       time.Duration
 	Relay          bool
+	HandoverGrace  time.Duration
+	OfferWindow    time.Duration
+	PublicFirst    bool
+	ReturnsEvery   time.Duration
 	AuthSecret     string // only from the environment: never a flag, never printed
 }
 
@@ -54,7 +58,11 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.QueueMaxLive, "queue-max-live", 1, "queued requests one user may have waiting per event")
 	fs.DurationVar(&c.PreQueue, "prequeue-window", time.Hour, "how long before a queued sale opens its waiting room takes requests")
 	fs.DurationVar(&c.KafkaSession, "kafka-session-timeout", 10*time.Second, "how long a silent booking worker keeps its partitions before the group hands them to another (Kafka's session.timeout.ms)")
-	fs.BoolVar(&c.Relay, "relay", true, "run the outbox relay in this process (see boxoffice relay)")
+	fs.BoolVar(&c.Relay, "relay", true, "run the outbox relay, the returns pass and the reconciler in this process (see boxoffice relay)")
+	fs.DurationVar(&c.HandoverGrace, "handover-grace", 30*time.Second, "how much longer than its booking a seat hold lasts, so returned seats pass to the waitlist before anyone else can take them")
+	fs.DurationVar(&c.OfferWindow, "offer-window", 10*time.Minute, "how long a waitlist offer holds its seats for the user")
+	fs.BoolVar(&c.PublicFirst, "public-first", false, "give returned seats back to the public at once instead of offering them to the waitlist first")
+	fs.DurationVar(&c.ReturnsEvery, "returns-every", time.Second, "interval of the returns pass (expired holds and returned seats to the waitlist)")
 	return fs
 }
 

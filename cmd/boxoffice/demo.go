@@ -65,6 +65,9 @@ func ensureDemo(ctx context.Context, svc *sale.Service) (direct, queued *boxoffi
 		Name: "Demo Night at the Arena", Venue: "Boxoffice Arena",
 		StartsAt: now.Add(30 * 24 * time.Hour), SaleOpensAt: now.Add(-time.Minute),
 		SaleMode: boxoffice.SaleDirect, TicketLimit: boxoffice.DefaultTicketLimit, Sections: demoLayout(),
+		// Refundable until two days before, resale up to face value: the
+		// demo shows the whole life of a ticket.
+		Refundable: true, RefundCutoffHours: 48, ResaleCapPercent: 100,
 	})
 	return direct, queued, err
 }

@@ -74,7 +74,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() { svc.RunReconciler(bg, c.ReconcileEvery) })
 	wg.Go(func() { _ = api.Listen(bg, app.p.notifier) })
 	app.background(bg, &wg, c.Workers, c.Relay)
 
@@ -127,19 +126,22 @@ func newApp(ctx context.Context, c config, fs *flag.FlagSet, getenv func(string)
 	svc := sale.New(sale.Deps{Store: p.store, Holds: p.holds, Leases: p.leases, Payments: pay, IDs: p.ids, Log: log,
 		Queue: p.queue, RequestLog: p.reqLog, Notifier: p.notifier},
 		sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats,
-			MaxLivePerUser: c.QueueMaxLive, PreQueueWindow: c.PreQueue})
+			MaxLivePerUser: c.QueueMaxLive, PreQueueWindow: c.PreQueue, HandoverGrace: c.HandoverGrace,
+			OfferWindow: c.OfferWindow, PublicFirst: c.PublicFirst})
 	seats := seatmap.New(svc, p.store, p.holds, c.SeatmapTTL, nil)
 	if p.shared != nil {
 		seats.Share(p.shared, p.leases)
 	}
+	svc.UseAvailability(seats)
 	return &app{p: p, svc: svc, seats: seats, log: log, c: c}, nil
 }
 
 func (a *app) close() { a.p.close() }
 
 // background starts the parts' sweepers, the pre-queue opener, workers
-// booking workers and, if relay, the outbox relay.
-func (a *app) background(ctx context.Context, wg *sync.WaitGroup, workers int, relay bool) {
+// booking workers and, if maintain, the outbox relay, the returns pass and
+// the reconciler.
+func (a *app) background(ctx context.Context, wg *sync.WaitGroup, workers int, maintain bool) {
 	a.p.run(ctx, wg)
 	if a.p.queue != nil {
 		wg.Go(func() { a.svc.RunOpener(ctx, 250*time.Millisecond) })
@@ -151,10 +153,19 @@ func (a *app) background(ctx context.Context, wg *sync.WaitGroup, workers int, r
 			})
 		}
 	}
-	if relay {
-		r := &outbox.Relay{Store: a.p.store, Publisher: a.p.publisher, Leases: a.p.leases, Log: a.log}
-		wg.Go(func() { r.Run(ctx) })
+	if maintain {
+		a.maintain(ctx, wg)
 	}
+}
+
+// maintain starts the background upkeep every deployment needs somewhere:
+// the outbox relay, the returns pass (expired holds, returned seats to the
+// waitlist) and the reconciler. Each is safe to run in several processes.
+func (a *app) maintain(ctx context.Context, wg *sync.WaitGroup) {
+	r := &outbox.Relay{Store: a.p.store, Publisher: a.p.publisher, Leases: a.p.leases, Log: a.log}
+	wg.Go(func() { r.Run(ctx) })
+	wg.Go(func() { a.svc.RunReturns(ctx, a.c.ReturnsEvery) })
+	wg.Go(func() { a.svc.RunReconciler(ctx, a.c.ReconcileEvery) })
 }
 
 // worker runs booking workers only: more of them means more processes.
@@ -169,12 +180,12 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stdo
 	})
 }
 
-// relay runs the outbox relay only.
+// relay runs the background upkeep only: the outbox relay, the returns
+// pass and the reconciler.
 func relay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return runPart(ctx, "relay", args, getenv, stdout, stderr, func(a *app, ctx context.Context, wg *sync.WaitGroup) {
-		a.log.Info("outbox relay running")
-		r := &outbox.Relay{Store: a.p.store, Publisher: a.p.publisher, Leases: a.p.leases, Log: a.log}
-		wg.Go(func() { r.Run(ctx) })
+		a.log.Info("outbox relay, returns pass and reconciler running")
+		a.maintain(ctx, wg)
 	})
 }
 

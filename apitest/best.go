@@ -1,0 +1,163 @@
+package apitest
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+type bestHeld struct {
+	BookingID string   `json:"booking_id"`
+	SeatIDs   []string `json:"seat_ids"`
+}
+
+func (c *client) reserveBest(eventID, key string, quantity int, section string) response {
+	c.t.Helper()
+	best := map[string]any{"quantity": quantity}
+	if section != "" {
+		best["section"] = section
+	}
+	return c.do("POST", "/bookings/reserve", map[string]any{"event_id": eventID, "best_available": best, "idempotency_key": key})
+}
+
+// adjacent reports whether seats are side by side in one row, in order.
+func adjacent(t testing.TB, seats []string) bool {
+	t.Helper()
+	var sec, row string
+	prev := 0
+	for i, id := range seats {
+		var s, r string
+		var n int
+		if _, err := fmt.Sscanf(id, "%1s-%1s-%d", &s, &r, &n); err != nil {
+			t.Fatalf("seat id %q: %v", id, err)
+		}
+		if i > 0 && (s != sec || r != row || n != prev+1) {
+			return false
+		}
+		sec, row, prev = s, r, n
+	}
+	return true
+}
+
+// Best available holds the best seats side by side that are left, in
+// layout order, all or nothing, and never the same seat twice however many
+// ask at once.
+func testBestAvailable(t *testing.T, s *Stack) {
+	ev := s.newEvent(t, eventBody(s, section{"A", "gold", 10000, 2, 5}, section{"B", "silver", 5000, 2, 5}))
+	c := s.client(t, "fan", "")
+	c.mustReserve(ev, "B-A-2") // breaks row B-A into 1 + 3
+	r := c.reserveBest(ev, "best-1", 3, "B")
+	if r.Status != http.StatusCreated {
+		t.Fatalf("best available: %d %s", r.Status, r.Body)
+	}
+	var got bestHeld
+	r.decode(t, &got)
+	if want := []string{"B-A-3", "B-A-4", "B-A-5"}; fmt.Sprint(got.SeatIDs) != fmt.Sprint(want) {
+		t.Errorf("best 3 in B: %v, want %v (the first block side by side)", got.SeatIDs, want)
+	}
+	var b bookingView
+	c.do("GET", "/bookings/"+got.BookingID, nil).decode(t, &b)
+	if fmt.Sprint(b.SeatIDs) != fmt.Sprint(got.SeatIDs) {
+		t.Errorf("booking seats %v, answer %v", b.SeatIDs, got.SeatIDs)
+	}
+	again := c.reserveBest(ev, "best-1", 3, "B")
+	var replay bestHeld
+	again.decode(t, &replay)
+	if again.Status != http.StatusCreated || replay.BookingID != got.BookingID || fmt.Sprint(replay.SeatIDs) != fmt.Sprint(got.SeatIDs) {
+		t.Errorf("retry with the same key: %d %s", again.Status, again.Body)
+	}
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+		want int
+	}{
+		{"ZeroQuantity", map[string]any{"event_id": ev, "best_available": map[string]any{"quantity": 0}, "idempotency_key": "z"}, 400},
+		{"OverTheLimit", map[string]any{"event_id": ev, "best_available": map[string]any{"quantity": 20}, "idempotency_key": "z"}, 422},
+		{"NoSuchSection", map[string]any{"event_id": ev, "best_available": map[string]any{"quantity": 1, "section": "Q"}, "idempotency_key": "z"}, 400},
+		{"RowTooShort", map[string]any{"event_id": ev, "best_available": map[string]any{"quantity": 6}, "idempotency_key": "z"}, 400},
+		{"BothSeatsAndBest", map[string]any{"event_id": ev, "seat_ids": []string{"A-A-1"}, "best_available": map[string]any{"quantity": 1}, "idempotency_key": "z"}, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.do("POST", "/bookings/reserve", tc.body)
+			if r.Status != tc.want {
+				t.Fatalf("status %d, want %d: %s", r.Status, tc.want, r.Body)
+			}
+			r.problem(t)
+		})
+	}
+
+	// A storm of pairs on what is left: every grant is a pair side by
+	// side, no seat twice, and the refusals say seat-taken.
+	var mu sync.Mutex
+	owner := map[string]string{}
+	var wg sync.WaitGroup
+	for i := range 24 {
+		wg.Go(func() {
+			u := s.client(t, fmt.Sprintf("pair-%d", i), "")
+			r := u.reserveBest(ev, "pair", 2, "")
+			switch r.Status {
+			case http.StatusCreated:
+				var h bestHeld
+				r.decode(t, &h)
+				if len(h.SeatIDs) != 2 || !adjacent(t, h.SeatIDs) {
+					t.Errorf("a pair that is not side by side: %v", h.SeatIDs)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, seat := range h.SeatIDs {
+					if prev, dup := owner[seat]; dup {
+						t.Errorf("seat %s held by %s and %s", seat, prev, h.BookingID)
+					}
+					owner[seat] = h.BookingID
+				}
+			case http.StatusConflict:
+				if code := r.problem(t).Code; code != boxoffice.ESEATTAKEN {
+					t.Errorf("refused for %s", code)
+				}
+			default:
+				t.Errorf("best-available storm: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	// 20 seats, 4 held before: rows A-A, A-B (5 each: 2 pairs), B-A (1 left
+	// of 5: none), B-B (2 pairs): 6 pairs at most.
+	if len(owner) == 0 || len(owner) > 12 {
+		t.Errorf("%d seats granted as pairs, want between 2 and 12", len(owner))
+	}
+}
+
+// A queued sale takes best-available requests too: the worker picks the
+// seats when it serves the request, in queue order.
+func testQueuedBestAvailable(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	ev := s.queuedEvent(t, -time.Minute, section{"Q", "t", 1000, 2, 4})
+	s.StartWorkers(t, 1)
+	var got []string
+	for i := range 3 {
+		c := s.client(t, fmt.Sprintf("queued-best-%d", i), "")
+		r := c.reserveBest(ev, "qb", 2, "Q")
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("queued best available: %d %s", r.Status, r.Body)
+		}
+		var q queueTicket
+		r.decode(t, &q)
+		out := c.awaitOutcome(q.RequestID)
+		if out.Status != "held" {
+			t.Fatalf("request %d: %+v, want held", i, out)
+		}
+		var b bookingView
+		c.do("GET", "/bookings/"+out.BookingID, nil).decode(t, &b)
+		if len(b.SeatIDs) != 2 || !adjacent(t, b.SeatIDs) {
+			t.Errorf("queued best pair %v", b.SeatIDs)
+		}
+		got = append(got, b.SeatIDs...)
+	}
+	if want := "[Q-A-1 Q-A-2 Q-A-3 Q-A-4 Q-B-1 Q-B-2]"; fmt.Sprint(got) != want {
+		t.Errorf("seats in queue order: %v, want %s (best first)", got, want)
+	}
+}

@@ -1,0 +1,207 @@
+package sale
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// Availability reads an event's seat statuses in layout order
+// ("available", "held", "sold", "resale"), as the (possibly seconds-old)
+// seat map has them: seatmap.Cache. Best available picks its candidates
+// from it, and the lock layer decides.
+type Availability interface {
+	Statuses(ctx context.Context, eventID boxoffice.ID) ([]string, error)
+}
+
+// UseAvailability gives the service the seat map to pick best-available
+// seats from (the cache is built over the service, hence not in Deps).
+// Without one, candidates come from the store and the lock layer directly.
+func (s *Service) UseAvailability(a Availability) { s.avail = a }
+
+// bestAttempts bounds the blocks one best-available request tries on each
+// view of the seats: with a seat map a few seconds old most candidates are
+// still free, and the process remembers what it saw taken since.
+const bestAttempts = 8
+
+// takenMemory is how long this process remembers seats it saw held or
+// took for best available: longer than a seat map lives, so a request
+// does not start from blocks the map still shows free but are not.
+const takenMemory = 30 * time.Second
+
+// holdBest holds Quantity seats side by side in one row, the first free
+// block in layout order among the seats best wants. Candidates come from
+// the seat map, less the seats this process saw taken since; the lock
+// layer decides, so a block someone took meanwhile is struck off and the
+// next is tried. When those run out it reads the seats afresh (the store
+// and the lock layer) and tries again. ESEATTAKEN when no block is left.
+func (s *Service) holdBest(ctx context.Context, l *Layout, best *boxoffice.BestAvailable, owner boxoffice.ID, ttl time.Duration) (boxoffice.Hold, error) {
+	for _, fresh := range []bool{false, true} {
+		free, err := s.freeSeats(ctx, l, best, fresh)
+		if err != nil {
+			return boxoffice.Hold{}, err
+		}
+		if !fresh {
+			free = s.taken.drop(l.Event.ID, free, time.Now().Add(-takenMemory))
+		}
+		taken := map[string]bool{}
+		for attempt := 0; attempt < bestAttempts; attempt++ {
+			block := firstBlock(l, free, best.Quantity, taken)
+			if block == nil {
+				break
+			}
+			hold, err := s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: l.Event.ID, SeatIDs: block, Owner: owner, TTL: ttl})
+			if err == nil {
+				s.taken.mark(l.Event.ID, block)
+			}
+			if !isCode(err, boxoffice.ESEATTAKEN) {
+				return hold, err
+			}
+			in := boxoffice.ErrorSeats(err)
+			s.taken.mark(l.Event.ID, in)
+			for _, seat := range in {
+				taken[seat] = true
+			}
+		}
+	}
+	where := ""
+	if best.Section != "" {
+		where += " in section " + best.Section
+	}
+	if best.PriceTier != "" {
+		where += " in price tier " + best.PriceTier
+	}
+	return boxoffice.Hold{}, boxoffice.Errorf(boxoffice.ESEATTAKEN, "no %d seats side by side are left%s", best.Quantity, where)
+}
+
+// freeSeats returns, in layout order, the seats best wants that look free:
+// in the seat map, or (fresh, or without one) in the store and the lock
+// layer.
+func (s *Service) freeSeats(ctx context.Context, l *Layout, best *boxoffice.BestAvailable, fresh bool) ([]boxoffice.Seat, error) {
+	var statuses []string
+	if s.avail != nil && !fresh {
+		st, err := s.avail.Statuses(ctx, l.Event.ID)
+		if err == nil && len(st) == len(l.Seats) {
+			statuses = st
+		}
+	}
+	var want []boxoffice.Seat
+	for i, st := range l.Seats {
+		if best.Wants(st) && (statuses == nil || statuses[i] == "available") {
+			want = append(want, st)
+		}
+	}
+	if statuses != nil {
+		return want, nil
+	}
+	// No seat map: ask the store and the lock layer, one batched read each.
+	sold, err := s.store.SoldSeats(ctx, l.Event.ID)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(want))
+	for i, st := range want {
+		ids[i] = st.ID
+	}
+	held, err := s.holds.Held(ctx, l.Event.ID, ids)
+	if err != nil {
+		return nil, err
+	}
+	isSold := make(map[string]bool, len(sold))
+	for _, id := range sold {
+		isSold[id] = true
+	}
+	free := want[:0]
+	for i, st := range want {
+		if !held[i] && !isSold[st.ID] {
+			free = append(free, st)
+		}
+	}
+	return free, nil
+}
+
+// firstBlock returns the first n seats of free (in layout order) that sit
+// side by side in one row with none of them taken, or nil.
+func firstBlock(l *Layout, free []boxoffice.Seat, n int, taken map[string]bool) []string {
+	run := 0
+	for i, st := range free {
+		if taken[st.ID] {
+			run = 0
+			continue
+		}
+		if run > 0 {
+			prev := free[i-1]
+			if prev.Section == st.Section && prev.Row == st.Row && l.order[st.ID] == l.order[prev.ID]+1 {
+				run++
+			} else {
+				run = 1
+			}
+		} else {
+			run = 1
+		}
+		if run == n {
+			block := make([]string, n)
+			for k := range n {
+				block[k] = free[i-n+1+k].ID
+			}
+			return block
+		}
+	}
+	return nil
+}
+
+// takenSeats remembers, per event, the seats this process saw taken and
+// when, for best available.
+type takenSeats struct {
+	mu    sync.Mutex
+	seats map[boxoffice.ID]map[string]time.Time
+	marks int
+}
+
+func (m *takenSeats) mark(eventID boxoffice.ID, seats []string) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seats == nil {
+		m.seats = map[boxoffice.ID]map[string]time.Time{}
+	}
+	ev := m.seats[eventID]
+	if ev == nil {
+		ev = map[string]time.Time{}
+		m.seats[eventID] = ev
+	}
+	for _, id := range seats {
+		ev[id] = now
+	}
+	// Forget the old marks now and then, so the memory stays the size of
+	// the last few seconds' sales.
+	if m.marks++; m.marks%4096 == 0 {
+		for _, ev := range m.seats {
+			for id, at := range ev {
+				if now.Sub(at) > takenMemory {
+					delete(ev, id)
+				}
+			}
+		}
+	}
+}
+
+// drop returns seats without those of the event marked after t (in
+// place: it reuses seats' array).
+func (m *takenSeats) drop(eventID boxoffice.ID, seats []boxoffice.Seat, t time.Time) []boxoffice.Seat {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ev := m.seats[eventID]
+	if len(ev) == 0 {
+		return seats
+	}
+	out := seats[:0]
+	for _, st := range seats {
+		if at, ok := ev[st.ID]; !ok || !at.After(t) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
