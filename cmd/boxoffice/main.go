@@ -4,8 +4,9 @@
 //	boxoffice token    print a bearer token for a user or an organiser
 //	boxoffice migrate  apply the PostgreSQL migrations
 //	boxoffice worker   run booking workers only
-//	boxoffice relay    run the outbox relay only
+//	boxoffice relay    run the background upkeep only: outbox relay, returns pass, reconciler
 //	boxoffice kafka-fake  run an in-process Kafka broker for tests
+//	boxoffice drill    replay a flash sale's peak and audit the store
 //
 // Run "boxoffice <command> --help" for the flags of each.
 package main
@@ -42,9 +43,11 @@ Usage:
   boxoffice token --sub ID [--role admin]  print a bearer token
   boxoffice migrate --postgres URL     apply the PostgreSQL migrations
   boxoffice worker [flags]             run booking workers only (scale the queue's drain)
-  boxoffice relay [flags]              run the outbox relay only
+  boxoffice relay [flags]              run the background upkeep only: outbox relay,
+                                       returns pass (waitlist offers), reconciler
   boxoffice kafka-fake [--addr A]      run an in-process Kafka broker (franz-go's kfake)
                                        for tests and demos; prints its address
+  boxoffice drill [flags]              load-drill a flash sale on loopback, audit the store
 
 Run "boxoffice serve --help" for the server flags and their environment variables.`
 
@@ -68,6 +71,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return relay(ctx, args[1:], getenv, stdout, stderr)
 	case "kafka-fake":
 		return kafkaFake(ctx, args[1:], getenv, stdout, stderr)
+	case "drill":
+		return runDrill(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, topUsage)
 		return nil

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice/auth"
+	"github.com/boxoffice/boxoffice/drill"
+	"github.com/boxoffice/boxoffice/httpapi"
+	"github.com/boxoffice/boxoffice/postgres"
+	"github.com/boxoffice/boxoffice/sqlite"
+)
+
+const drillUsage = `Usage: boxoffice drill [flags]
+
+Replays a flash sale's peak (package drill): creates a queued event, lets a
+crowd arrive in a burst at the opening, polls, pays, hammers the seat map,
+then audits the store directly and prints a markdown report. It exits
+non-zero if a seat was oversold or a request or payment was lost.
+
+Without --url it starts a boxoffice in this process, wired as serve is, on
+127.0.0.1 (embedded in a temporary --data directory, or on --postgres,
+--redis and --kafka). With --url it drills that server, which must be on
+loopback, and audits the stores given by --data or --postgres/--redis/--kafka,
+which must be the server's own.
+
+Flags:`
+
+// runDrill is "boxoffice drill": flags and wiring only; package drill
+// does the drill.
+func runDrill(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var c config
+	newServeFlagSet(&c) // serve's defaults for everything the drill does not set
+	dc := drill.DefaultConfig()
+	var url, out, svgPath, secret string
+	fs := flag.NewFlagSet("drill", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&url, "url", "", "base URL of a running boxoffice on loopback (absent: start one in this process)")
+	fs.StringVar(&c.Data, "data", "", "embedded database directory: the --url server's (for the audit), or the in-process server's (absent: a temporary one, removed after)")
+	fs.StringVar(&c.Postgres, "postgres", "", "PostgreSQL URL of the store (the --url server's, or for the in-process server)")
+	fs.StringVar(&c.Redis, "redis", "", "Redis URL of the holds and queue state (as --postgres)")
+	fs.StringVar(&c.Kafka, "kafka", "", "Kafka brokers of the queue, e.g. a boxoffice kafka-fake (as --postgres)")
+	fs.StringVar(&secret, "auth-secret", "", "the server's token secret (in-process: a random one when absent; with --url: --data's auth.secret when absent)")
+	fs.IntVar(&c.Workers, "workers", 2, "in-process server: booking workers")
+	fs.DurationVar(&c.Hold, "hold", 2*time.Minute, "in-process server: how long a hold lasts (short, so that unpaid holds come back during the drill)")
+	fs.DurationVar(&c.PendingGrace, "pending-grace", 10*time.Second, "in-process server: grace before the reconciler expires a pending booking")
+	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 5*time.Second, "in-process server: reconciler interval")
+	fs.DurationVar(&c.SeatmapTTL, "seatmap-ttl", 10*time.Second, "in-process server: seat-map cache TTL (the users' view is this stale)")
+	fs.StringVar(&c.LogLevel, "log-level", "warn", "in-process server's log level")
+
+	fs.IntVar(&dc.Users, "users", dc.Users, "users in the crowd")
+	fs.IntVar(&dc.Seats, "seats", dc.Seats, "seats of the event")
+	fs.IntVar(&dc.SectionSize, "section-size", dc.SectionSize, "seats per section (rows of 50)")
+	fs.DurationVar(&dc.OpensIn, "opens-in", dc.OpensIn, "the sale opens this long after the event is created; the pre-queue share arrives meanwhile")
+	fs.DurationVar(&dc.Burst, "burst", dc.Burst, "95% of the burst arrives within this after the opening")
+	fs.DurationVar(&dc.Tail, "tail", dc.Tail, "the tail share arrives uniformly over this after the opening (0: a third of --duration, at most 1m)")
+	fs.Float64Var(&dc.PreShare, "pre-share", dc.PreShare, "share of users arriving before the opening")
+	fs.Float64Var(&dc.TailShare, "tail-share", dc.TailShare, "share of users in the tail")
+	fs.Float64Var(&dc.AbandonShare, "abandon-share", dc.AbandonShare, "share of users who never poll nor pay")
+	fs.Float64Var(&dc.NoPayShare, "no-pay-share", dc.NoPayShare, "share of users who poll but never pay (their holds expire)")
+	fs.Float64Var(&dc.BestShare, "best-available-share", dc.BestShare, "share of users asking for the best seats side by side in a section (best_available) instead of naming seats from the map")
+	fs.IntVar(&dc.Attempts, "attempts", dc.Attempts, "reserve requests per user at most (another after a seat_taken rejection)")
+	fs.DurationVar(&dc.ThinkMin, "think-min", dc.ThinkMin, "a payer's shortest pause between hold and confirm")
+	fs.DurationVar(&dc.ThinkMax, "think-max", dc.ThinkMax, "a payer's longest pause between hold and confirm")
+	fs.DurationVar(&dc.Duration, "duration", dc.Duration, "cap on the load; the drill stops by itself")
+	fs.DurationVar(&dc.Settle, "settle", dc.Settle, "after the load, how long to wait at most for the queue to drain before the audit")
+	fs.IntVar(&dc.Conns, "conns", dc.Conns, "concurrent requests of the load generator")
+	fs.DurationVar(&dc.Timeout, "timeout", dc.Timeout, "one attempt's timeout")
+	fs.IntVar(&dc.Retries, "retries", dc.Retries, "retries with the same idempotency key after a timeout, 5xx or 409 in flight")
+	fs.Float64Var(&dc.PollRate, "poll-rate", dc.PollRate, "queue polls per second at most, all users together (0: unbounded)")
+	fs.IntVar(&dc.Readers, "readers", dc.Readers, "goroutines hammering the seat map meanwhile")
+	fs.IntVar(&dc.SSE, "sse", dc.SSE, "users listening on the live stream instead of polling")
+	fs.DurationVar(&dc.Ceiling, "ceiling", dc.Ceiling, "how long to measure the bare net/http handler (0: skip)")
+	fs.Uint64Var(&dc.Seed, "seed", dc.Seed, "seed of the crowd")
+	fs.StringVar(&out, "out", "", "also write the report to this file")
+	fs.StringVar(&svgPath, "svg", "", "write the chart (SVG) to this file")
+	fs.Usage = usage(stderr, fs, drillUsage)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if err := dc.Validate(); err != nil {
+		return err
+	}
+	if c.Kafka != "" && c.Redis == "" {
+		return errors.New("--kafka needs --redis: the queue's state lives in Redis")
+	}
+	log := newLogger(stderr, c.LogLevel)
+
+	var (
+		a     *auth.Authenticator
+		p     *parts
+		where string
+		err   error
+	)
+	if url == "" {
+		if c.Data == "" {
+			dir, err := os.MkdirTemp("", "boxoffice-drill-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			c.Data = dir
+		} else if err := os.MkdirAll(c.Data, 0o700); err != nil {
+			return err
+		}
+		if secret == "" {
+			b := make([]byte, 32)
+			_, _ = rand.Read(b)
+			secret = hex.EncodeToString(b)
+		}
+		if a, err = auth.New([]byte(secret), nil); err != nil {
+			return err
+		}
+		srv, err := startDrillServer(ctx, c, fs, getenv, log, a)
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		url, p = srv.base, srv.app.p
+		where = fmt.Sprintf("in this process, %d booking workers, hold %s", c.Workers, c.Hold)
+		fmt.Fprintf(stderr, "drill: boxoffice started in this process at %s (data %s)\n", url, c.Data)
+	} else {
+		if err := drill.CheckLoopback(url); err != nil {
+			return err
+		}
+		if c.Postgres == "" {
+			if c.Data == "" {
+				c.Data = "boxoffice-data" // serve's default
+			}
+			// sqlite.Open would make an empty database and audit that.
+			if _, err := os.Stat(filepath.Join(c.Data, "boxoffice.db")); err != nil {
+				return fmt.Errorf("the audit reads the server's embedded database: give its --data (%w)", err)
+			}
+		}
+		if a, err = drillAuth(secret, c.Data); err != nil {
+			return err
+		}
+		if p, err = openParts(ctx, c, log, true); err != nil {
+			return err
+		}
+		defer p.close()
+		where = "at " + url
+	}
+	if p.queue == nil {
+		return errors.New("the drill needs a flash-sale queue: with --postgres, give --redis and --kafka too")
+	}
+	var auditor drill.Auditor
+	switch st := p.store.(type) {
+	case *postgres.Store:
+		auditor = drill.NewPostgresAuditor(st.Pool())
+	case *sqlite.Store:
+		if auditor, err = drill.OpenSQLiteAuditor(filepath.Join(c.Data, "boxoffice.db")); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("no auditor for a %T store", p.store)
+	}
+	defer auditor.Close()
+
+	ttl := dc.Duration + dc.Settle + time.Hour
+	res, err := drill.Run(ctx, dc, drill.Target{
+		URL:       url,
+		Token:     func(sub, role string) (string, error) { return a.Issue(sub, role, ttl) },
+		Queue:     p.queue,
+		Audit:     auditor,
+		Shape:     shape(c, where),
+		RedisAddr: c.Redis,
+		Progress:  stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if svgPath != "" {
+		if err := writeFile(svgPath, func(w io.Writer) error { return drill.WriteSVG(w, res) }); err != nil {
+			return err
+		}
+	}
+	drill.WriteReport(stdout, res, svgPath)
+	if out != "" {
+		if err := writeFile(out, func(w io.Writer) error { drill.WriteReport(w, res, svgPath); return nil }); err != nil {
+			return err
+		}
+	}
+	if err := res.Failed(); err != nil {
+		return fmt.Errorf("drill failed: %w", err)
+	}
+	return nil
+}
+
+// drillAuth is the token issuer for a server at --url: its secret from
+// the flag or BOXOFFICE_AUTH_SECRET, else the one an embedded server keeps
+// in its data directory. It never makes a secret: a new one would sign
+// tokens the server refuses.
+func drillAuth(secret, dataDir string) (*auth.Authenticator, error) {
+	if secret == "" {
+		if dataDir == "" {
+			return nil, errors.New("give --auth-secret (or BOXOFFICE_AUTH_SECRET): the server's token secret")
+		}
+		if _, err := os.Stat(filepath.Join(dataDir, "auth.secret")); err != nil {
+			return nil, fmt.Errorf("give --auth-secret (or BOXOFFICE_AUTH_SECRET): no secret in %s (%w)", dataDir, err)
+		}
+	}
+	return authenticator(secret, dataDir)
+}
+
+// shape describes the parts under drill, for the report.
+func shape(c config, where string) string {
+	store, holds, queue := "SQLite", "in-process holds", "embedded queue (SQLite)"
+	if c.Postgres != "" {
+		store = "PostgreSQL"
+	}
+	if c.Redis != "" {
+		holds = "Redis holds"
+	}
+	if c.Kafka != "" {
+		queue = "Kafka log + Redis queue state"
+	}
+	return fmt.Sprintf("%s, %s, %s; boxoffice %s", store, holds, queue, where)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// drillServer is a boxoffice serving in this process, wired as serve
+// wires it.
+type drillServer struct {
+	base string
+	app  *app
+	stop func()
+}
+
+// startDrillServer starts the API, the notifier's listener, the workers
+// and the upkeep (relay, returns pass, reconciler) on 127.0.0.1, as serve
+// does, minus the demo event and the welcome.
+func startDrillServer(ctx context.Context, c config, fs *flag.FlagSet, getenv func(string) string, log *slog.Logger, a *auth.Authenticator) (*drillServer, error) {
+	c.Addr, c.Demo = "127.0.0.1:0", false
+	app, err := newApp(ctx, c, fs, getenv, log)
+	if err != nil {
+		return nil, err
+	}
+	api := httpapi.New(app.svc, app.seats, a, log)
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		app.close()
+		return nil, err
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      c.SlowPayment + 60*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	srv.RegisterOnShutdown(api.CloseStreams)
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = api.Listen(bg, app.p.notifier) })
+	app.background(bg, &wg, c.Workers, c.Relay)
+	wg.Go(func() { _ = srv.Serve(ln) })
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+		stopBG()
+		wg.Wait()
+		app.close()
+	}
+	return &drillServer{base: "http://" + ln.Addr().String(), app: app, stop: stop}, nil
+}
