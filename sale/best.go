@@ -9,12 +9,18 @@ import (
 )
 
 // Availability reads an event's seat statuses in layout order
-// ("available", "held", "sold", "resale"), as the (possibly seconds-old)
-// seat map has them: seatmap.Cache. Best available picks its candidates
+// ("available", "held", "sold", "resale"), as the seat map has them:
+// seatmap.Cache. maxAge > 0 asks for a map no older than that (built once
+// for all who ask at the same time). Best available picks its candidates
 // from it, and the lock layer decides.
 type Availability interface {
-	Statuses(ctx context.Context, eventID boxoffice.ID) ([]string, error)
+	Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) ([]string, error)
 }
+
+// freshMap is how old a seat map best available accepts when the cached
+// one has run out of free blocks: rebuilt at most about once a second per
+// event, whatever the number of requests.
+const freshMap = time.Second
 
 // UseAvailability gives the service the seat map to pick best-available
 // seats from (the cache is built over the service, hence not in Deps).
@@ -76,13 +82,17 @@ func (s *Service) holdBest(ctx context.Context, l *Layout, best *boxoffice.BestA
 	return boxoffice.Hold{}, boxoffice.Errorf(boxoffice.ESEATTAKEN, "no %d seats side by side are left%s", best.Quantity, where)
 }
 
-// freeSeats returns, in layout order, the seats best wants that look free:
-// in the seat map, or (fresh, or without one) in the store and the lock
-// layer.
+// freeSeats returns, in layout order, the seats best wants that look free
+// in the seat map (fresh: one at most freshMap old); without one, in the
+// store and the lock layer.
 func (s *Service) freeSeats(ctx context.Context, l *Layout, best *boxoffice.BestAvailable, fresh bool) ([]boxoffice.Seat, error) {
 	var statuses []string
-	if s.avail != nil && !fresh {
-		st, err := s.avail.Statuses(ctx, l.Event.ID)
+	if s.avail != nil {
+		maxAge := time.Duration(0)
+		if fresh {
+			maxAge = freshMap
+		}
+		st, err := s.avail.Statuses(ctx, l.Event.ID, maxAge)
 		if err == nil && len(st) == len(l.Seats) {
 			statuses = st
 		}

@@ -99,6 +99,7 @@ type Cache struct {
 	notBefore  map[boxoffice.ID]time.Time // another node is rebuilding: look again then
 	invalidAt  map[boxoffice.ID]time.Time // shared copies built before are not adopted
 	sf         singleflight.Group
+	sfFresh    singleflight.Group // fresh rebuilds asked for by Statuses
 
 	shared Shared           // nil: this node's cache only
 	leases boxoffice.Leases // the fleet-wide rebuild right, with shared
@@ -150,14 +151,36 @@ func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error
 	return c.rebuild(ctx, eventID)
 }
 
-// Statuses returns the event's seat statuses in layout order from the
-// current snapshot (sale's best-available picks its candidates from it).
-func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID) ([]string, error) {
+// Statuses returns the event's seat statuses in layout order (sale's best
+// available picks its candidates from them): the current snapshot, or,
+// when it is older than maxAge (> 0), a new one, built once however many
+// callers ask at the same time, and kept for every reader.
+func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) ([]string, error) {
 	snap, err := c.Get(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	return snap.Statuses, nil
+	if maxAge <= 0 || c.now().Sub(snap.BuiltAt) <= maxAge {
+		return snap.Statuses, nil
+	}
+	v, err, _ := c.sfFresh.Do(eventID.String(), func() (any, error) {
+		c.mu.Lock()
+		cur := c.entries[eventID]
+		c.mu.Unlock()
+		if cur != nil && c.now().Sub(cur.BuiltAt) <= maxAge {
+			return cur, nil // rebuilt while this caller waited
+		}
+		s, err := c.Build(ctx, eventID)
+		if err != nil {
+			return nil, err
+		}
+		c.keep(s)
+		return s, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Snapshot).Statuses, nil
 }
 
 // Invalidate drops an event's snapshot so the next Get rebuilds it; shared

@@ -201,3 +201,33 @@ func TestListedSeatShowsAsResaleUntilABuyerHoldsIt(t *testing.T) {
 		t.Errorf("listed seat a buyer holds: %s, want held", snap.Statuses[1])
 	}
 }
+
+// Best available's fresh look: a map older than maxAge is rebuilt once for
+// all the callers asking at the same time, and kept for everyone.
+func TestFreshStatusesRebuildOnceForConcurrentCallers(t *testing.T) {
+	c, f, clk, _ := setup(t)
+	if _, err := c.Statuses(context.Background(), 7, 0); err != nil {
+		t.Fatal(err)
+	}
+	builds := c.Builds()
+	f.mu.Lock()
+	f.sold = []string{"A-A-1"}
+	f.mu.Unlock()
+	clk.advance(2 * time.Second) // within the TTL, past maxAge
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			st, err := c.Statuses(context.Background(), 7, time.Second)
+			if err != nil || st[0] != Sold {
+				t.Errorf("fresh statuses: %v, %v; want A-A-1 sold", st, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := c.Builds() - builds; n != 1 {
+		t.Errorf("%d rebuilds for 20 concurrent fresh reads, want 1", n)
+	}
+	if snap, _ := c.Get(context.Background(), 7); snap.Statuses[0] != Sold {
+		t.Error("the fresh map was not kept for other readers")
+	}
+}
