@@ -1,8 +1,12 @@
 package apitest
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -159,5 +163,78 @@ func testQueuedBestAvailable(t *testing.T, s *Stack) {
 	}
 	if want := "[Q-A-1 Q-A-2 Q-A-3 Q-A-4 Q-B-1 Q-B-2]"; fmt.Sprint(got) != want {
 		t.Errorf("seats in queue order: %v, want %s (best first)", got, want)
+	}
+}
+
+// Many best-available requests in one batch do not race each other for the
+// same first blocks: each is held, and the earlier in the queue gets the
+// better block.
+func testQueuedBestAvailableBatch(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	ev := s.queuedEvent(t, -time.Minute, section{"F", "t", 1000, 20, 20})
+	type req struct {
+		c  *client
+		id string
+	}
+	var reqs []req
+	for i := range 40 {
+		c := s.client(t, fmt.Sprintf("batch-best-%d", i), "")
+		r := c.reserveBest(ev, "bb", 2, "")
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("queued best available: %d %s", r.Status, r.Body)
+		}
+		var q queueTicket
+		r.decode(t, &q)
+		reqs = append(reqs, req{c, q.RequestID})
+	}
+	s.StartWorkers(t, 1) // the whole queue arrives as one batch or a few
+	prev := -1
+	for i, q := range reqs {
+		out := q.c.awaitOutcome(q.id)
+		if out.Status != "held" {
+			t.Fatalf("request %d of 40 on a 400-seat event: %s (%s), want held", i+1, out.Status, out.Reason)
+		}
+		var b bookingView
+		q.c.do("GET", "/bookings/"+out.BookingID, nil).decode(t, &b)
+		var row string
+		var n int
+		fmt.Sscanf(b.SeatIDs[0], "F-%1s-%d", &row, &n)
+		place := int(row[0]-'A')*20 + n
+		if place <= prev {
+			t.Errorf("request %d got %v, not after the block of the one before it", i+1, b.SeatIDs)
+		}
+		prev = place
+	}
+}
+
+// The layout never changes: it is cacheable for ever, and sent gzipped to
+// whoever takes it (it is ~100 bytes a seat).
+func testLayout(t *testing.T, s *Stack) {
+	ev := s.newEvent(t, nil)
+	anon := s.anonymous(t)
+	r := anon.do("GET", "/events/"+ev+"/layout", nil, "Accept-Encoding", "gzip")
+	if r.Status != http.StatusOK || r.Header.Get("Content-Encoding") != "gzip" || !strings.Contains(r.Header.Get("Cache-Control"), "immutable") {
+		t.Fatalf("layout: %d %v", r.Status, r.Header)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(r.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		Seats []struct {
+			SeatID string `json:"seat_id"`
+		} `json:"seats"`
+	}
+	if err := json.NewDecoder(zr).Decode(&l); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Seats) != 50 || l.Seats[0].SeatID != "A-A-1" || l.Seats[49].SeatID != "B-C-10" {
+		t.Errorf("layout: %d seats, %+v ... ", len(l.Seats), l.Seats[:1])
+	}
+	if r2 := anon.do("GET", "/events/"+ev+"/layout", nil, "Accept-Encoding", "gzip", "If-None-Match", r.Header.Get("ETag")); r2.Status != http.StatusNotModified {
+		t.Errorf("If-None-Match: %d, want 304", r2.Status)
+	}
+	if plain := anon.do("GET", "/events/"+ev+"/layout", nil); plain.Header.Get("Content-Encoding") != "" || !json.Valid(plain.Body) {
+		t.Errorf("without gzip: %v, %d bytes", plain.Header, len(plain.Body))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -31,6 +32,8 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	hub     *hub
+	// layouts caches each event's encoded layout (immutable).
+	layouts sync.Map // boxoffice.ID → *layoutJSON
 }
 
 // access says who may call a route.

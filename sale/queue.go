@@ -146,7 +146,8 @@ func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTi
 // the database unavailable) fails the batch, which the log then delivers
 // again. Within a batch requests run in parallel, except that a request
 // waits for every earlier one (by position) that wants one of its seats,
-// so the earlier in the queue gets the seat.
+// so the earlier in the queue gets the seat; best-available requests of
+// an event wait for each other.
 func (s *Service) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
 	batch = slices.Clone(batch)
 	slices.SortStableFunc(batch, func(a, b *boxoffice.QueuedRequest) int {
@@ -174,7 +175,15 @@ func (s *Service) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedReque
 		seen[r.ID] = true
 		var before []chan struct{}
 		done := make(chan struct{})
-		for _, id := range r.SeatIDs {
+		wants := r.SeatIDs
+		if r.Best != nil {
+			// Which seats it will take is not known until it runs: best
+			// available requests of an event go one after the other, so
+			// the earlier gets the better block and none of them races
+			// the others for the same first blocks.
+			wants = []string{bestAvailableKey}
+		}
+		for _, id := range wants {
 			k := seatKey{r.EventID, id}
 			if c := last[k]; c != nil {
 				before = append(before, c)
@@ -198,6 +207,10 @@ func (s *Service) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedReque
 	wg.Wait()
 	return firstErr
 }
+
+// bestAvailableKey stands for "some seats, picked when served" in
+// ServeBatch's chains; no seat id can be empty.
+const bestAvailableKey = ""
 
 func cmpErr(first, err error) error {
 	if first != nil {
