@@ -29,6 +29,7 @@ const (
 	ETICKETVOID      = "ticket_void"             // the ticket was resold or cancelled: its code admits nobody (410)
 	ECHECKEDIN       = "already_checked_in"      // the ticket was admitted before (409)
 	ECANCELCLOSED    = "cancellation_closed"     // the event's refund policy does not allow it (now) (409)
+	ERATELIMITED     = "rate_limited"            // too many requests from this user or address; retry later (429)
 	EINTERNAL        = "internal"                // a bug or an unexpected failure (500)
 )
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -42,6 +43,7 @@ var problems = map[string]problemKind{
 	boxoffice.ETICKETVOID:      {http.StatusGone, "ticket-void", "The ticket is void"},
 	boxoffice.ECHECKEDIN:       {http.StatusConflict, "already-checked-in", "The ticket was already admitted"},
 	boxoffice.ECANCELCLOSED:    {http.StatusConflict, "cancellation-closed", "Cancellation is not allowed"},
+	boxoffice.ERATELIMITED:     {http.StatusTooManyRequests, "rate-limited", "Too many requests"},
 	boxoffice.EINTERNAL:        {http.StatusInternalServerError, "internal", "Internal error"},
 	codeMethod:                 {http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"},
 	codeUnsupported:            {http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"},
@@ -79,6 +81,18 @@ func ProblemType(code string) string {
 // writeError answers with the problem for err. Internal errors are logged
 // with their cause and shown only as "internal error".
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// The client hung up: nobody reads the answer, and it is not the
+		// server's fault. Say so at debug level, not as an internal error.
+		log.Debug("client gone", "method", r.Method, "path", r.URL.Path)
+		err = boxoffice.Errorf(boxoffice.EUNAVAILABLE, "the request was cancelled")
+		k := problems[boxoffice.EUNAVAILABLE]
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(k.status)
+		_ = json.NewEncoder(w).Encode(Problem{Type: problemTypeBase + k.slug, Title: k.title, Status: k.status,
+			Detail: boxoffice.ErrorMessage(err), Instance: r.URL.Path, Code: boxoffice.EUNAVAILABLE})
+		return
+	}
 	code := boxoffice.ErrorCode(err)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -99,6 +113,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	if code == boxoffice.EUNAVAILABLE || code == boxoffice.EIDEMINFLIGHT {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	var rl *rateLimitedError
+	if errors.As(err, &rl) {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(rl.wait)))
 	}
 	if code == boxoffice.EUNAUTHORIZED {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="boxoffice"`)

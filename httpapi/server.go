@@ -32,6 +32,11 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	hub     *hub
+	// users and addrs are the front door's rate limits (SetLimits); nil
+	// is off.
+	users, addrs *limiters
+	// observer, if set, hears of every answered request (Observe).
+	observer RequestObserver
 	// layouts caches each event's encoded layout (immutable).
 	layouts sync.Map // boxoffice.ID → *layoutJSON
 }
@@ -111,7 +116,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // wrap applies auth to a route and turns its error into a problem.
 func (s *Server) wrap(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.observer != nil {
+			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+			start := time.Now()
+			defer func() {
+				d := time.Since(start)
+				if rt.access == streamer {
+					d = -1 // a stream's length is the client's, not the server's speed
+				}
+				s.observer.ObserveRequest(rt.Pattern, rt.Method, rec.status, d)
+			}()
+			w = rec
+		}
 		u, err := s.authenticate(r, rt.access)
+		if err == nil {
+			err = s.limit(r, u)
+		}
 		if err == nil {
 			err = rt.handle(w, r, u)
 		}
@@ -218,3 +238,36 @@ func pathID(r *http.Request, name string) (boxoffice.ID, error) {
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(sale.TimeFormat) }
+
+// RequestObserver hears of every answered API request: its route pattern
+// (bounded, unlike paths), method, status and how long it took (negative
+// for streams). metrics.Registry is one.
+type RequestObserver interface {
+	ObserveRequest(route, method string, status int, d time.Duration)
+}
+
+// Observe reports every answered request to o; call it before serving.
+func (s *Server) Observe(o RequestObserver) { s.observer = o }
+
+// statusRecorder remembers the status a handler wrote. Unwrap lets
+// http.ResponseController reach the connection (streams flush and set
+// deadlines through it).
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -34,6 +34,11 @@ type config struct {
 	OfferWindow    time.Duration
 	PublicFirst    bool
 	ReturnsEvery   time.Duration
+	RatePerUser    float64
+	RateUserBurst  int
+	RatePerAddr    float64
+	RateAddrBurst  int
+	Metrics        bool
 	AuthSecret     string // only from the environment: never a flag, never printed
 }
 
@@ -63,6 +68,11 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.OfferWindow, "offer-window", 10*time.Minute, "how long a waitlist offer holds its seats for the user")
 	fs.BoolVar(&c.PublicFirst, "public-first", false, "give returned seats back to the public at once instead of offering them to the waitlist first")
 	fs.DurationVar(&c.ReturnsEvery, "returns-every", time.Second, "interval of the returns pass (expired holds and returned seats to the waitlist)")
+	fs.Float64Var(&c.RatePerUser, "rate-per-user", 10, "state-changing requests per second one user may make, per process (0: no limit)")
+	fs.IntVar(&c.RateUserBurst, "rate-user-burst", 40, "how many of them may come at once")
+	fs.Float64Var(&c.RatePerAddr, "rate-per-address", 0, "requests per second one remote address may make, per process (0: no limit; a load test from one address needs 0)")
+	fs.IntVar(&c.RateAddrBurst, "rate-address-burst", 200, "how many of them may come at once")
+	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at /metrics")
 	return fs
 }
 

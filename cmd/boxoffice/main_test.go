@@ -286,3 +286,25 @@ func TestTokenCommand(t *testing.T) {
 		t.Error("token without --sub succeeded")
 	}
 }
+
+// The served binary answers /metrics with the requests it served, and
+// limits one user's bursts of state-changing requests.
+func TestServeMetricsAndRateLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	s := startServer(t, t.TempDir(), "--rate-per-user", "1", "--rate-user-burst", "3")
+	codes := map[int]int{}
+	for i := range 6 {
+		st, _ := s.call(t, "POST", "/bookings/reserve", s.customer,
+			map[string]any{"event_id": s.event, "seat_ids": []string{fmt.Sprintf("Floor-B-%d", i+1)}, "idempotency_key": fmt.Sprint("m", i)})
+		codes[st]++
+	}
+	if codes[201] < 3 || codes[429] < 2 {
+		t.Errorf("six quick reserves at 1/s with a burst of 3: %v, want the burst through and the rest 429", codes)
+	}
+	st, body := s.call(t, "GET", "/metrics", "", nil)
+	if st != 200 || !strings.Contains(string(body), `boxoffice_http_requests_total{method="POST",route="/bookings/reserve",status="429"}`) {
+		t.Errorf("GET /metrics: %d, without the refused reserves:\n%.2000s", st, body)
+	}
+}

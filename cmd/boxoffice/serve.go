@@ -13,8 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/httpapi"
+	"github.com/boxoffice/boxoffice/metrics"
 	"github.com/boxoffice/boxoffice/outbox"
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
@@ -47,6 +50,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer app.close()
 	svc := app.svc
 	api := httpapi.New(svc, app.seats, a, log)
+	api.SetLimits(httpapi.Limits{PerUser: rate.Limit(c.RatePerUser), UserBurst: c.RateUserBurst,
+		PerAddress: rate.Limit(c.RatePerAddr), AddressBurst: c.RateAddrBurst})
 
 	var demo, queuedDemo *boxoffice.Event
 	if c.Demo {
@@ -60,7 +65,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           withMetrics(c, api, api),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      c.SlowPayment + 60*time.Second,
@@ -215,4 +220,18 @@ func runPart(ctx context.Context, name string, args []string, getenv func(string
 	wg.Wait()
 	log.Info("stopped")
 	return nil
+}
+
+// withMetrics serves Prometheus metrics at /metrics in front of h, and has
+// api report its requests to them, unless --metrics is off.
+func withMetrics(c config, api *httpapi.Server, h http.Handler) http.Handler {
+	if !c.Metrics {
+		return h
+	}
+	m := metrics.New()
+	api.Observe(m)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("/", h)
+	return mux
 }
