@@ -100,6 +100,7 @@ func (s *Server) Routes() []Route {
 		{"GET", "/me/waitlist", customer, s.myWaitlist},
 		{"GET", "/me/tickets", customer, s.myTickets},
 		{"GET", "/tickets/{ticket_id}", customer, s.getTicket},
+		{"GET", "/tickets/{ticket_id}/qr.svg", customer, s.ticketQR},
 		{"POST", "/tickets/{ticket_id}/listing", customer, s.listTicket},
 		{"GET", "/events/{event_id}/listings", public, s.eventListings},
 		{"GET", "/listings/{listing_id}", public, s.getListing},

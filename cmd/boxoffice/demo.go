@@ -88,5 +88,10 @@ func printWelcome(w io.Writer, base string, a *auth.Authenticator, demo, queued 
 		fmt.Fprintf(w, "\nFlash sale (queued) %s: %q, sale opens %s; a reserve answers 202 with a queue position:\n  curl -s -X POST %s/bookings/reserve -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Idempotency-Key: flash-1' -d '{\"event_id\":\"%s\",\"seat_ids\":[\"Floor-A-1\"]}'\n",
 			queued.ID, queued.Name, queued.SaleOpensAt.UTC().Format(time.RFC3339), base, custTok, queued.ID)
 	}
+	// The token rides in the fragment, which browsers never send to a
+	// server: the page reads it, keeps it and takes it out of the address.
+	fmt.Fprintf(w, "\nIn a browser (each link signs in):\n")
+	fmt.Fprintf(w, "  the box office, as the customer: %s/app/#token=%s\n", base, custTok)
+	fmt.Fprintf(w, "  the organiser's page, as admin:  %s/app/organiser#token=%s\n", base, adminTok)
 	fmt.Fprintln(w)
 }

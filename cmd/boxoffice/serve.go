@@ -22,6 +22,7 @@ import (
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
 	"github.com/boxoffice/boxoffice/testpay"
+	"github.com/boxoffice/boxoffice/web"
 )
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -65,7 +66,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	srv := &http.Server{
-		Handler:           withMetrics(c, api, api),
+		Handler:           withMetrics(c, api, web.Mount(api)), // the browser UI at /app/, the JSON API everywhere else
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      c.SlowPayment + 60*time.Second,
