@@ -801,15 +801,9 @@ func testRandomizedStorm(t *testing.T, s *Stack) {
 	}
 	wg.Wait()
 	// Audit the store directly.
-	sold, err := s.Store.SoldSeats(ctx, parseID(t, ev))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sold := s.soldOnce(t, ev)
 	seen := map[string]bool{}
 	for _, seat := range sold {
-		if seen[seat] {
-			t.Fatalf("seat %s has two valid tickets", seat)
-		}
 		seen[seat] = true
 	}
 	var want []string
@@ -862,4 +856,22 @@ func testReconciler(t *testing.T, s *Stack) {
 	if err != nil || b.Status != boxoffice.BookingExpired {
 		t.Fatalf("booking after reconcile: %+v %v", b, err)
 	}
+}
+
+// soldOnce audits the store directly: the event's sold seats, failing the
+// test if any seat has two valid tickets.
+func (s *Stack) soldOnce(t testing.TB, eventID string) []string {
+	t.Helper()
+	sold, err := s.Store.SoldSeats(ctx, parseID(t, eventID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, seat := range sold {
+		if seen[seat] {
+			t.Fatalf("seat %s has two valid tickets", seat)
+		}
+		seen[seat] = true
+	}
+	return sold
 }

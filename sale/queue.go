@@ -359,17 +359,10 @@ func cryptoShuffle(n int, swap func(i, j int)) {
 // RunOpener opens the pre-queues of queued events as their sales open,
 // checking every interval, until ctx ends.
 func (s *Service) RunOpener(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, nil, func() {
 		events, err := s.store.Events(ctx, boxoffice.EventFilter{Limit: 200})
 		if err != nil {
-			continue
+			return
 		}
 		now := s.now()
 		for _, ev := range events {
@@ -380,5 +373,5 @@ func (s *Service) RunOpener(ctx context.Context, interval time.Duration) {
 				s.log.Warn("open pre-queue", "event", ev.ID, "err", err)
 			}
 		}
-	}
+	})
 }

@@ -74,14 +74,7 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 
 // RunReconciler calls Reconcile every interval until ctx ends.
 func (s *Service) RunReconciler(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, nil, func() {
 		r, err := s.Reconcile(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("reconciler pass failed", "err", err)
@@ -89,6 +82,22 @@ func (s *Service) RunReconciler(ctx context.Context, interval time.Duration) {
 		if r.Expired+r.Captured+r.Refunded > 0 {
 			s.log.Info("reconciler", "expired", r.Expired, "captured", r.Captured, "refunded", r.Refunded, "purged", r.Purged)
 		}
+	})
+}
+
+// every calls fn every interval, and at once on a kick, until ctx ends:
+// the loop of the background passes.
+func every(ctx context.Context, interval time.Duration, kick <-chan struct{}, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+		}
+		fn()
 	}
 }
 

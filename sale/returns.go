@@ -82,15 +82,7 @@ func (s *Service) ProcessReturns(ctx context.Context) (ReturnsReport, error) {
 // RunReturns runs a returns pass every interval, and at once when this
 // process frees seats, until ctx ends.
 func (s *Service) RunReturns(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.returnsKick:
-		}
+	every(ctx, interval, s.returnsKick, func() {
 		r, err := s.ProcessReturns(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("returns pass failed; the next one retries", "err", err)
@@ -98,7 +90,7 @@ func (s *Service) RunReturns(ctx context.Context, interval time.Duration) {
 		if r.Returns > 0 {
 			s.log.Info("seats returned", "expired", r.Expired, "returns", r.Returns, "offers", r.Offers, "released", r.Released)
 		}
-	}
+	})
 }
 
 // kickReturns wakes RunReturns, if it runs in this process.
