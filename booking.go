@@ -154,8 +154,12 @@ type BestAvailable struct {
 }
 
 // Wants reports whether seat is in the request's section and tier.
-func (b *BestAvailable) Wants(seat Seat) bool {
-	return (b.Section == "" || b.Section == seat.Section) && (b.PriceTier == "" || b.PriceTier == seat.PriceTier)
+func (b *BestAvailable) Wants(seat Seat) bool { return inSectionAndTier(seat, b.Section, b.PriceTier) }
+
+// inSectionAndTier reports whether seat is in section and tier; an empty
+// one matches any.
+func inSectionAndTier(seat Seat, section, tier string) bool {
+	return (section == "" || section == seat.Section) && (tier == "" || tier == seat.PriceTier)
 }
 
 // Validate checks the request against the layout: a quantity between 1

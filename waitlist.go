@@ -51,9 +51,7 @@ type WaitlistEntry struct {
 }
 
 // Wants reports whether seat suits the entry's section and tier.
-func (e *WaitlistEntry) Wants(seat Seat) bool {
-	return (e.Section == "" || e.Section == seat.Section) && (e.PriceTier == "" || e.PriceTier == seat.PriceTier)
-}
+func (e *WaitlistEntry) Wants(seat Seat) bool { return inSectionAndTier(seat, e.Section, e.PriceTier) }
 
 // SeatReturn is a batch of seats that came back: the store writes one in
 // the same transaction that releases, expires or cancels a booking, and

@@ -19,7 +19,7 @@ func (s *Server) getSeats(w http.ResponseWriter, r *http.Request, _ boxoffice.Us
 	if err != nil {
 		return err
 	}
-	serveCached(w, r, snap.ETag, snap.JSON, snap.Gzip, s.seats.TTL().Seconds())
+	serveCached(w, r, snap.ETag, snap.JSON, snap.Gzip, s.maxAge())
 	return nil
 }
 
@@ -29,7 +29,7 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request, _ boxof
 	if err != nil {
 		return err
 	}
-	serveCached(w, r, snap.CompactETag, snap.Compact, nil, s.seats.TTL().Seconds())
+	serveCached(w, r, snap.CompactETag, snap.Compact, nil, s.maxAge())
 	return nil
 }
 
@@ -61,21 +61,7 @@ func (s *Server) getLayout(w http.ResponseWriter, r *http.Request, _ boxoffice.U
 	if err != nil {
 		return err
 	}
-	etag := `"layout-` + id.String() + `"`
-	h := w.Header()
-	h.Set("Cache-Control", "public, max-age=31536000, immutable")
-	h.Set("Vary", "Accept-Encoding")
-	gzTag := `"layout-` + id.String() + `-gz"`
-	if acceptsGzip(r) {
-		h.Set("ETag", gzTag)
-	} else {
-		h.Set("ETag", etag)
-	}
-	if match(r, etag) || match(r, gzTag) {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	writeBody(w, r, body.json, body.gz)
+	serveCached(w, r, `"layout-`+id.String()+`"`, body.json, body.gz, "public, max-age=31536000, immutable")
 	return nil
 }
 
@@ -116,9 +102,17 @@ func (s *Server) layoutBody(r *http.Request, id boxoffice.ID) (*layoutJSON, erro
 	return l, nil
 }
 
-func serveCached(w http.ResponseWriter, r *http.Request, etag string, body, gz []byte, maxAge float64) {
+// maxAge is the seat map's Cache-Control: shared caches may keep it for
+// its TTL.
+func (s *Server) maxAge() string {
+	return "public, max-age=" + strconv.Itoa(int(s.seats.TTL().Seconds()))
+}
+
+// serveCached serves body (or gz, to a client that takes gzip) with a
+// strong ETag, 304 on a match, and cacheControl.
+func serveCached(w http.ResponseWriter, r *http.Request, etag string, body, gz []byte, cacheControl string) {
 	h := w.Header()
-	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(maxAge)))
+	h.Set("Cache-Control", cacheControl)
 	h.Set("Vary", "Accept-Encoding")
 	// A strong ETag names one representation, so the gzipped body has its own.
 	gzTag := strings.TrimSuffix(etag, `"`) + `-gz"`

@@ -263,10 +263,9 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 	now := ts(c.Now)
 	var out *boxoffice.Booking
 	err := s.transact(ctx, func(tx pgx.Tx) error {
-		b, err := scanBooking(tx.QueryRow(ctx,
-			`SELECT `+bookingColumns+` FROM bookings b WHERE b.id = $1 FOR UPDATE`, int64(c.BookingID)))
+		b, err := lockBooking(ctx, tx, c.BookingID)
 		if err != nil {
-			return bookingErr(err, c.BookingID)
+			return err
 		}
 		switch b.Status {
 		case boxoffice.BookingConfirmed:
@@ -501,10 +500,9 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 	}
 	var out *boxoffice.Booking
 	err := s.transact(ctx, func(tx pgx.Tx) error {
-		b, err := scanBooking(tx.QueryRow(ctx,
-			`SELECT `+bookingColumns+` FROM bookings b WHERE b.id = $1 FOR UPDATE`, int64(id)))
+		b, err := lockBooking(ctx, tx, id)
 		if err != nil {
-			return bookingErr(err, id)
+			return err
 		}
 		if b.Status != boxoffice.BookingPending {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %s is %s", id, b.Status)
@@ -646,6 +644,17 @@ func bookingTickets(ctx context.Context, q querier, bookingID boxoffice.ID) ([]b
 }
 
 // bookingErr reads pgx.ErrNoRows as "no such booking".
+// lockBooking reads a booking and locks its row (FOR UPDATE) for the rest
+// of tx: a concurrent confirm, release or cancel of it waits, then sees the
+// outcome. ENOTFOUND for an unknown id.
+func lockBooking(ctx context.Context, tx pgx.Tx, id boxoffice.ID) (*boxoffice.Booking, error) {
+	b, err := scanBooking(tx.QueryRow(ctx, `SELECT `+bookingColumns+` FROM bookings b WHERE b.id = $1 FOR UPDATE`, int64(id)))
+	if err != nil {
+		return nil, bookingErr(err, id)
+	}
+	return b, nil
+}
+
 func bookingErr(err error, id boxoffice.ID) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return boxoffice.Errorf(boxoffice.ENOTFOUND, "no booking %s", id)

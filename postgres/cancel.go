@@ -29,10 +29,9 @@ func (s *Store) CancelBooking(ctx context.Context, c boxoffice.CancelBooking) (*
 	now := ts(c.Now)
 	var out *boxoffice.Booking
 	err := s.transact(ctx, func(tx pgx.Tx) error {
-		b, err := scanBooking(tx.QueryRow(ctx,
-			`SELECT `+bookingColumns+` FROM bookings b WHERE b.id = $1 FOR UPDATE`, int64(c.BookingID)))
+		b, err := lockBooking(ctx, tx, c.BookingID)
 		if err != nil {
-			return bookingErr(err, c.BookingID)
+			return err
 		}
 		switch b.Status {
 		case boxoffice.BookingCancelled:

@@ -58,7 +58,7 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 	if s.queue == nil {
 		return nil, boxoffice.Errorf(boxoffice.EUNAVAILABLE, "this server runs no flash-sale queue")
 	}
-	l, _, hash, err := s.checkReserve(ctx, req)
+	l, hash, err := s.checkReserve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +283,7 @@ func (s *Service) serve(ctx context.Context, r *boxoffice.QueuedRequest) error {
 }
 
 func (s *Service) reserveQueued(ctx context.Context, u boxoffice.User, r *boxoffice.QueuedRequest, req ReserveRequest) (*ReserveResult, error) {
-	l, _, hash, err := s.checkReserve(ctx, req)
+	l, hash, err := s.checkReserve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func (s *Service) reserveQueued(ctx context.Context, u boxoffice.User, r *boxoff
 	if now := s.now(); !now.Before(l.Event.StartsAt) {
 		return nil, saleClosed(l.Event, now)
 	}
-	return s.reserve(ctx, u, l.Event, req, hash, r.ID, nil)
+	return s.reserve(ctx, u, l, req, hash, r.ID, nil)
 }
 
 // retryable errors leave a request for another delivery instead of

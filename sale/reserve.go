@@ -51,7 +51,7 @@ func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequ
 	if req.ListingID != 0 {
 		return s.reserveListing(ctx, u, req)
 	}
-	l, _, hash, err := s.checkReserve(ctx, req)
+	l, hash, err := s.checkReserve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -62,35 +62,35 @@ func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequ
 	if !l.Event.SaleOpen(now) {
 		return nil, saleClosed(l.Event, now)
 	}
-	return s.reserve(ctx, u, l.Event, req, hash, 0, nil)
+	return s.reserve(ctx, u, l, req, hash, 0, nil)
 }
 
 // checkReserve validates a reserve request against its event: the key, the
-// event, the seats. hash fingerprints the request for idempotency.
-func (s *Service) checkReserve(ctx context.Context, req ReserveRequest) (l *Layout, seats []boxoffice.Seat, hash string, err error) {
+// event, the seats (or the best-available ask). hash fingerprints the
+// request for idempotency.
+func (s *Service) checkReserve(ctx context.Context, req ReserveRequest) (l *Layout, hash string, err error) {
 	if err := checkKey(req.IdempotencyKey); err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
 	if l, err = s.Layout(ctx, req.EventID); err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
 	limit := min(s.cfg.MaxSeatsPerRequest, l.Event.TicketLimit)
 	if b := req.Best; b != nil {
 		if len(req.SeatIDs) > 0 {
-			return nil, nil, "", boxoffice.Errorf(boxoffice.EINVALID, "give either seat_ids or best_available")
+			return nil, "", boxoffice.Errorf(boxoffice.EINVALID, "give either seat_ids or best_available")
 		}
 		if err := b.Validate(l.Seats, limit); err != nil {
-			return nil, nil, "", err
+			return nil, "", err
 		}
-		return l, nil, requestHash("reserve-best", req.EventID.String(), strconv.Itoa(b.Quantity), b.Section, b.PriceTier), nil
+		return l, requestHash("reserve-best", req.EventID.String(), strconv.Itoa(b.Quantity), b.Section, b.PriceTier), nil
 	}
-	seats, err = boxoffice.ValidateSeatSelection(l.index, req.SeatIDs, limit)
-	if err != nil {
-		return nil, nil, "", err
+	if _, err := boxoffice.ValidateSeatSelection(l.index, req.SeatIDs, limit); err != nil {
+		return nil, "", err
 	}
 	sorted := slices.Clone(req.SeatIDs)
 	slices.Sort(sorted)
-	return l, seats, requestHash("reserve", req.EventID.String(), strings.Join(sorted, ",")), nil
+	return l, requestHash("reserve", req.EventID.String(), strings.Join(sorted, ",")), nil
 }
 
 func saleClosed(ev *boxoffice.Event, now time.Time) error {
@@ -105,7 +105,8 @@ func saleClosed(ev *boxoffice.Event, now time.Time) error {
 // sale); a queued request passes its own, so that a redelivered request
 // holds as the same owner and finds its booking instead of making another.
 // A resale purchase passes its listing: one seat, at the listing's price.
-func (s *Service) reserve(ctx context.Context, u boxoffice.User, ev *boxoffice.Event, req ReserveRequest, hash string, id boxoffice.ID, listing *boxoffice.Listing) (*ReserveResult, error) {
+func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req ReserveRequest, hash string, id boxoffice.ID, listing *boxoffice.Listing) (*ReserveResult, error) {
+	ev := l.Event
 	// The lease first, then the look-up: a finished first request has
 	// released its lease and left its record, so one look-up under the
 	// lease sees it; a running one holds the lease and this retry gets 409.
@@ -141,10 +142,6 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, ev *boxoffice.E
 			return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "this listing is no longer on sale")
 		}
 		amount, listingID = listing.PriceCents, listing.ID
-	}
-	l, err := s.Layout(ctx, ev.ID)
-	if err != nil {
-		return nil, err
 	}
 	if id == 0 {
 		id = s.ids.NextID()
