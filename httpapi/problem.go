@@ -79,19 +79,28 @@ func ProblemType(code string) string {
 }
 
 // writeError answers with the problem for err. Internal errors are logged
-// with their cause and shown only as "internal error".
+// with their cause and shown only as "internal error". A context that ran
+// out or was cancelled under a store call while the client still waits is
+// not a bug but a store that did not answer in time: EUNAVAILABLE, 503 with
+// Retry-After (see problemCode). A client that hung up gets the same 503,
+// which nobody reads, and is logged at debug level only.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	if clientGone(r, err) {
 		// The client hung up: nobody reads the answer, and it is not the
 		// server's fault. Say so at debug level, not as an internal error.
 		log.Debug("client gone", "method", r.Method, "path", r.URL.Path)
 		err = boxoffice.Errorf(boxoffice.EUNAVAILABLE, "the request was cancelled")
 		k := problems[boxoffice.EUNAVAILABLE]
 		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 		w.WriteHeader(k.status)
 		_ = json.NewEncoder(w).Encode(Problem{Type: problemTypeBase + k.slug, Title: k.title, Status: k.status,
 			Detail: boxoffice.ErrorMessage(err), Instance: r.URL.Path, Code: boxoffice.EUNAVAILABLE})
 		return
+	}
+	if code := problemCode(err); code == boxoffice.EUNAVAILABLE && boxoffice.ErrorCode(err) != code {
+		err = &boxoffice.Error{Code: boxoffice.EUNAVAILABLE, Message: "the request timed out", Err: err}
 	}
 	code := boxoffice.ErrorCode(err)
 	var mbe *http.MaxBytesError
@@ -127,4 +136,26 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(k.status)
 	_ = json.NewEncoder(w).Encode(p)
+}
+
+// clientGone reports whether err is the end of a request whose client hung
+// up: the request's context was cancelled (net/http cancels it when the
+// connection closes) and err is that cancellation. A request context past
+// its deadline is not a client gone: a deadline is the server's own.
+func clientGone(r *http.Request, err error) bool {
+	return errors.Is(r.Context().Err(), context.Canceled) &&
+		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// problemCode is the code err is answered with: its own, except that an
+// error that is internal only because a context ended under it (a store
+// call that ran out of time: context.DeadlineExceeded, or a context the
+// server cancelled) is EUNAVAILABLE. Every answer that carries a code
+// should take it from here.
+func problemCode(err error) string {
+	code := boxoffice.ErrorCode(err)
+	if code == boxoffice.EINTERNAL && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return boxoffice.EUNAVAILABLE
+	}
+	return code
 }

@@ -150,7 +150,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id boxoffice.ID,
 				return nil
 			}
 			// The state is unreachable for now: say so and keep trying.
-			if !write("event: error\ndata: {\"code\":%q}\n\n", boxoffice.ErrorCode(err)) {
+			if !write("event: error\ndata: {\"code\":%q}\n\n", problemCode(err)) {
 				return nil
 			}
 			continue

@@ -144,7 +144,8 @@ func (c *Client) Ping(ctx context.Context) error {
 // partition count (zero or less: the broker's default) and the broker's
 // default replication factor. A topic that exists is left as it is, even
 // with another partition count; one created meanwhile by another process
-// is fine.
+// is fine. Brokers that do not answer, or answer with a retriable error,
+// are EUNAVAILABLE; a refusal (authorization, policy) is returned as it is.
 func (c *Client) EnsureTopics(ctx context.Context, topics map[string]int32) error {
 	if len(topics) == 0 {
 		return nil
@@ -154,7 +155,7 @@ func (c *Client) EnsureTopics(ctx context.Context, topics map[string]int32) erro
 	// to this principal still starts when the topics are there.
 	details, err := c.adm.ListTopics(ctx, names...)
 	if err != nil {
-		return fmt.Errorf("kafka: list topics: %w", err)
+		return boxoffice.Unavailable("Kafka", fmt.Errorf("list topics: %w", err))
 	}
 	for _, name := range names {
 		if details.Has(name) {
@@ -166,10 +167,14 @@ func (c *Client) EnsureTopics(ctx context.Context, topics map[string]int32) erro
 		}
 		resp, err := c.adm.CreateTopics(ctx, partitions, -1, nil, name)
 		if err != nil {
-			return fmt.Errorf("kafka: create topic %s: %w", name, err)
+			return boxoffice.Unavailable("Kafka", fmt.Errorf("create topic %s: %w", name, err))
 		}
 		if r, ok := resp[name]; ok && r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("kafka: create topic %s: %w %s", name, r.Err, r.ErrMessage)
+			err := fmt.Errorf("kafka: create topic %s: %w %s", name, r.Err, r.ErrMessage)
+			if kerr.IsRetriable(r.Err) {
+				return boxoffice.Unavailable("Kafka", err)
+			}
+			return err
 		}
 	}
 	return nil

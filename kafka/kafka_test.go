@@ -584,6 +584,9 @@ func TestBrokerDownIsUnavailable(t *testing.T) {
 		"Publish": func(ctx context.Context) error {
 			return NewPublisher(c).Publish(ctx, []boxoffice.OutboxEvent{{ID: "x", Topic: boxoffice.TopicBookingHeld, Key: "1"}})
 		},
+		"Ping":         c.Ping,
+		"EnsureTopics": func(ctx context.Context) error { return c.EnsureTopics(ctx, map[string]int32{"made.when.down": 1}) },
+		"Lag":          func(ctx context.Context) error { _, err := l.Lag(ctx); return err },
 	} {
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 		start := time.Now()

@@ -470,6 +470,9 @@ func TestRedisDown(t *testing.T) {
 	h.Timeout = 300 * time.Millisecond
 	leases := NewLeases(client, "down:")
 	leases.Timeout = 300 * time.Millisecond
+	snaps := NewSnapshots(client, "down:")
+	snaps.Timeout = 300 * time.Millisecond
+	notifier := NewNotifier(client, "down:")
 	event := newID()
 
 	calls := []struct {
@@ -489,6 +492,10 @@ func TestRedisDown(t *testing.T) {
 		{"Release", func() error { _, err := h.Release(ctx, event, []string{"A-A-1"}, 1); return err }},
 		{"Ping", func() error { return h.Ping(ctx) }},
 		{"TryLease", func() error { _, err := leases.TryLease(ctx, newID().String(), time.Minute); return err }},
+		{"PeekSnapshot", func() error { _, err := snaps.PeekSnapshot(ctx, event, 28); return err }},
+		{"LoadSnapshot", func() error { _, err := snaps.LoadSnapshot(ctx, event); return err }},
+		{"StoreSnapshot", func() error { return snaps.StoreSnapshot(ctx, event, []byte("x"), time.Minute) }},
+		{"Notify", func() error { return notifier.Notify(ctx, boxoffice.QueueNotice{RequestID: newID()}) }},
 	}
 	wantUnavailable := func(t *testing.T) {
 		t.Helper()
