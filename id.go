@@ -49,8 +49,11 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 }
 
 // IDGenerator hands out unique IDs. snowflake.Generator implements it.
+// NextID fails (EUNAVAILABLE) when the generator cannot vouch for the
+// uniqueness of its next id, such as a process whose node id lease is lost
+// or unconfirmed; callers return that error (503 with Retry-After).
 type IDGenerator interface {
-	NextID() ID
+	NextID() (ID, error)
 }
 
 func truncate(s string, n int) string {

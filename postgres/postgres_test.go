@@ -130,28 +130,3 @@ func openStore(tb testing.TB, u string) *postgres.Store {
 	tb.Cleanup(func() { s.Close() })
 	return s
 }
-
-func TestLeaseNodeIDIsExclusive(t *testing.T) {
-	st := newStore(t)
-	a, releaseA, err := st.LeaseNodeID(context.Background(), 1023)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, releaseB, err := st.LeaseNodeID(context.Background(), 1023)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a == b {
-		t.Fatalf("two live leases got node id %d", a)
-	}
-	releaseA()
-	c, releaseC, err := st.LeaseNodeID(context.Background(), 1023)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer releaseC()
-	defer releaseB()
-	if c == b {
-		t.Fatalf("a new lease got %d, still held", c)
-	}
-}

@@ -158,7 +158,11 @@ func (s *Service) issue(ctx context.Context, u boxoffice.User, req ConfirmReques
 	code := "BX-" + randomCode(5)
 	tickets := make([]boxoffice.Ticket, len(b.SeatIDs))
 	for i, seat := range b.SeatIDs {
-		tickets[i] = boxoffice.Ticket{ID: s.ids.NextID(), EventID: b.EventID, BookingID: b.ID, SeatID: seat,
+		id, err := s.ids.NextID()
+		if err != nil {
+			return nil, err
+		}
+		tickets[i] = boxoffice.Ticket{ID: id, EventID: b.EventID, BookingID: b.ID, SeatID: seat,
 			UserID: b.UserID, Code: randomCode(10), Status: boxoffice.TicketValid, IssuedAt: now}
 	}
 	preview := &boxoffice.Booking{ID: b.ID, ConfirmationCode: code, AmountCents: b.AmountCents, Tickets: tickets}

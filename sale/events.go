@@ -18,7 +18,11 @@ func (s *Service) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffic
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	e.ID = s.ids.NextID()
+	id, err := s.ids.NextID()
+	if err != nil {
+		return nil, err
+	}
+	e.ID = id
 	e.CreatedAt = s.now()
 	if err := s.store.CreateEvent(ctx, e); err != nil {
 		return nil, err

@@ -75,7 +75,11 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 		return nil, boxoffice.Errorf(boxoffice.ESALECLOSED, "the waiting room opens at %s",
 			ev.SaleOpensAt.Add(-s.cfg.PreQueueWindow).UTC().Format(time.RFC3339))
 	}
-	r := &boxoffice.QueuedRequest{ID: s.ids.NextID(), EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Best: req.Best,
+	id, err := s.ids.NextID()
+	if err != nil {
+		return nil, err
+	}
+	r := &boxoffice.QueuedRequest{ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Best: req.Best,
 		IdempotencyKey: req.IdempotencyKey, RequestHash: hash, EnqueuedAt: now}
 	e, replay, err := s.queue.Admit(ctx, r, s.cfg.MaxLivePerUser, preQueue)
 	if err != nil {

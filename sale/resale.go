@@ -92,7 +92,11 @@ func (s *Service) ListTicket(ctx context.Context, u boxoffice.User, req ListRequ
 		v.Replayed = true
 		return v, nil
 	}
-	ls := &boxoffice.Listing{ID: s.ids.NextID(), TicketID: t.ID, SellerID: u.ID, PriceCents: req.PriceCents,
+	id, err := s.ids.NextID()
+	if err != nil {
+		return nil, err
+	}
+	ls := &boxoffice.Listing{ID: id, TicketID: t.ID, SellerID: u.ID, PriceCents: req.PriceCents,
 		CreatedAt: now, UpdatedAt: now}
 	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusCreated, createdListing{ListingID: ls.ID})
 	if err != nil {

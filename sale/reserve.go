@@ -144,7 +144,9 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req 
 		amount, listingID = listing.PriceCents, listing.ID
 	}
 	if id == 0 {
-		id = s.ids.NextID()
+		if id, err = s.ids.NextID(); err != nil {
+			return nil, err
+		}
 	}
 	// The hold starts when the lock store runs the acquire, after this;
 	// counting from here, the booking never claims a hold longer than the

@@ -229,7 +229,10 @@ func pickSeats(l *Layout, pool []string, e *boxoffice.WaitlistEntry, listing boo
 // hands its seats back to holder, and the pass goes on with the next
 // entry.
 func (s *Service) offer(ctx context.Context, l *Layout, e *boxoffice.WaitlistEntry, pick []string, holder boxoffice.ID, listing *boxoffice.Listing) (ok bool, drop []string, _ error) {
-	id := s.ids.NextID()
+	id, err := s.ids.NextID()
+	if err != nil {
+		return false, nil, err
+	}
 	start := s.now()
 	hold, err := s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: l.Event.ID, SeatIDs: pick, Owner: id,
 		TTL: s.cfg.OfferWindow + s.cfg.HandoverGrace, Supersede: holder})

@@ -101,7 +101,11 @@ func (s *Service) JoinWaitlist(ctx context.Context, u boxoffice.User, req JoinRe
 		v.Replayed = true
 		return v, nil
 	}
-	e := &boxoffice.WaitlistEntry{ID: s.ids.NextID(), EventID: req.EventID, UserID: u.ID, Section: req.Section,
+	id, err := s.ids.NextID()
+	if err != nil {
+		return nil, err
+	}
+	e := &boxoffice.WaitlistEntry{ID: id, EventID: req.EventID, UserID: u.ID, Section: req.Section,
 		PriceTier: req.PriceTier, Quantity: req.Quantity, Status: boxoffice.WaitlistWaiting, JoinedAt: now, UpdatedAt: now}
 	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusCreated, createdEntry{EntryID: e.ID})
 	if err != nil {

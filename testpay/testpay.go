@@ -13,7 +13,7 @@ package testpay
 
 import (
 	"context"
-	"fmt"
+	"crypto/rand"
 	"sync"
 	"time"
 
@@ -56,7 +56,6 @@ type Gateway struct {
 	SlowDelay time.Duration
 
 	mu      sync.Mutex
-	seq     int
 	auths   map[string]*Auth  // by id
 	byKey   map[string]string // idempotency key → auth id
 	refunds map[string]bool   // refund idempotency keys seen
@@ -98,13 +97,19 @@ func (g *Gateway) Authorize(ctx context.Context, req boxoffice.PaymentRequest) (
 		a := g.auths[id]
 		return boxoffice.Authorization{ID: a.ID, AmountCents: a.AmountCents}, nil
 	}
-	g.seq++
-	a := &Auth{ID: fmt.Sprintf("auth_%d", g.seq), Key: req.IdempotencyKey, AmountCents: req.AmountCents, Status: Authorized}
+	a := &Auth{ID: newAuthID(), Key: req.IdempotencyKey, AmountCents: req.AmountCents, Status: Authorized}
 	g.auths[a.ID] = a
 	if req.IdempotencyKey != "" {
 		g.byKey[req.IdempotencyKey] = a.ID
 	}
 	return boxoffice.Authorization{ID: a.ID, AmountCents: a.AmountCents}, nil
+}
+
+// newAuthID returns a random authorization id, "auth_" and 128 bits: unique
+// across every process and restart that shares a database (payments are
+// keyed by it), with no coordination.
+func newAuthID() string {
+	return "auth_" + rand.Text()
 }
 
 // Capture implements boxoffice.PaymentGateway. An authorization this

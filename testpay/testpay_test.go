@@ -2,6 +2,7 @@ package testpay
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,4 +89,24 @@ func TestRefund(t *testing.T) {
 			t.Errorf("Charged after refunding 400 of 1000 = %d, want 600", got)
 		}
 	})
+}
+
+// Two gateways stand for two processes (or one restarted): their
+// authorization ids must never collide, since payments are keyed by them.
+func TestAuthIDsUniqueAcrossGateways(t *testing.T) {
+	ctx := context.Background()
+	seen := map[string]bool{}
+	for range 2 {
+		g := New()
+		for i := range 500 {
+			a, err := g.Authorize(ctx, boxoffice.PaymentRequest{Token: TokenApprove, AmountCents: 100, IdempotencyKey: fmt.Sprint(i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[a.ID] {
+				t.Fatalf("authorization id %s handed out twice", a.ID)
+			}
+			seen[a.ID] = true
+		}
+	}
 }

@@ -55,7 +55,7 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.SeatmapTTL, "seatmap-ttl", 10*time.Second, "how long a seat-map snapshot is served (also its Cache-Control max-age)")
 	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 30*time.Second, "interval of the reconciler")
 	fs.IntVar(&c.MaxSeats, "max-seats-per-request", 10, "cap on the seats of one reserve request")
-	fs.IntVar(&c.NodeID, "node-id", 0, "Snowflake node id of this process (0-1023); unique per process sharing a database")
+	fs.IntVar(&c.NodeID, "node-id", 0, "a fixed Snowflake node id (0-1023), unique per process sharing a database; unset with --postgres: leased from PostgreSQL")
 	fs.BoolVar(&c.Demo, "demo", true, "create a demo event when the store has no events")
 	fs.DurationVar(&c.SlowPayment, "slow-payment", 3*time.Second, "how long the test token tok_slow takes")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")

@@ -57,6 +57,7 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		}
 	}()
 	nodeID := c.NodeID
+	var idLease *postgres.NodeLease
 	if c.Postgres != "" {
 		pg, err := postgres.Open(ctx, c.Postgres)
 		if err != nil {
@@ -64,13 +65,31 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		}
 		p.store = pg
 		p.closers = append(p.closers, func() { pg.Close() })
+		// The node id is leased from PostgreSQL and renewed in the
+		// background (see postgres.NodeLease): ids stop (503) while the
+		// lease cannot be confirmed. An explicit --node-id is a fixed node
+		// id instead: keeping it unique across live processes, and keeping
+		// a restart of it from going back in time, is then the operator's
+		// job.
 		if !nodeIDSet {
-			id, release, err := pg.LeaseNodeID(ctx, snowflake.MaxNode)
-			if err != nil {
-				return nil, err
+			lease := pg.NewNodeLease(postgres.NodeLeaseConfig{Log: log})
+			if err := lease.Acquire(ctx); err != nil {
+				return nil, fmt.Errorf("lease a Snowflake node id: %w", err)
 			}
-			nodeID = id
-			p.closers = append(p.closers, release)
+			lctx, stop := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); lease.Run(lctx) }()
+			p.closers = append(p.closers, func() {
+				stop()
+				<-done
+				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if err := lease.Release(rctx); err != nil {
+					log.Warn("release the Snowflake node id", "err", err)
+				}
+			})
+			idLease = lease
+			nodeID, _ = lease.Node()
 		}
 	} else {
 		st, err := sqlite.Open(ctx, filepath.Join(c.Data, "boxoffice.db"))
@@ -138,9 +157,14 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 			SessionTimeout: c.KafkaSession, HeartbeatInterval: max(c.KafkaSession/10, 100*time.Millisecond)})
 		p.publisher = kafka.NewPublisher(kc)
 	}
-	ids, err := snowflake.New(nodeID, nil)
-	if err != nil {
-		return nil, err
+	var ids *snowflake.Generator
+	if idLease != nil {
+		ids = snowflake.NewLeased(idLease, nil)
+	} else {
+		var err error
+		if ids, err = snowflake.New(nodeID, nil); err != nil {
+			return nil, err
+		}
 	}
 	p.ids, p.nodeID = ids, nodeID
 	queue := "embedded"
