@@ -2,6 +2,7 @@ package boxoffice
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -74,6 +75,23 @@ type QueueOutcome struct {
 	FinishedAt time.Time
 }
 
+// QueueRecord is the durable record of a queued request's outcome: what a
+// cached QueueState (Redis) is rebuilt from, together with the request log,
+// after it lost its data, and what answers GET /queue/{id} meanwhile.
+type QueueRecord struct {
+	RequestID ID
+	EventID   ID
+	UserID    string
+	Position  int64
+	QueueOutcome
+}
+
+// ErrQueueCold reports that a cached QueueState has lost the state of an
+// event (a Redis restart without persistence, a failover to a replica that
+// lagged) and must be rebuilt from the durable record before it answers
+// for it again. It travels inside an EUNAVAILABLE *Error.
+var ErrQueueCold = errors.New("the queue state is being restored")
+
 // QueueProgress is an event's queue at a glance.
 type QueueProgress struct {
 	// Admitted is the highest position given; Served the number of
@@ -100,10 +118,11 @@ type QueueState interface {
 	Admit(ctx context.Context, r *QueuedRequest, maxLive int, preQueue bool) (e *QueueEntry, replay bool, err error)
 	// Entry returns a request's entry, or ENOTFOUND.
 	Entry(ctx context.Context, id ID) (*QueueEntry, error)
-	// Finish records the outcome of a queued request once: it reports
-	// false, changing nothing, when the request already has one. It frees
-	// the user's live slot and counts the request as served.
-	Finish(ctx context.Context, id ID, o QueueOutcome) (first bool, err error)
+	// Finish records the outcome of a queued request (as the log delivered
+	// it) once: it reports false, changing nothing, when the request
+	// already has one or is still waiting for the draw. It frees the
+	// user's live slot and counts the request as served.
+	Finish(ctx context.Context, r *QueuedRequest, o QueueOutcome) (first bool, err error)
 	// Open gives the event's pre-queue its positions, a random permutation
 	// (shuffle) following any position already given, and returns the
 	// requests in position order, for the caller to append to the log. It

@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxoffice/boxoffice/kafka"
 	"github.com/boxoffice/boxoffice/postgres"
+	"github.com/boxoffice/boxoffice/queuestate"
 	"github.com/boxoffice/boxoffice/redis"
 )
 
@@ -57,10 +58,11 @@ func TestProduction(t *testing.T) {
 		if err := kc.EnsureTopics(ctx, map[string]int32{topic: 4}); err != nil {
 			t.Fatal(err)
 		}
+		log := kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "workers-" + topic, HeartbeatInterval: 200 * time.Millisecond})
 		return NewStack(t, Parts{
 			Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), Shared: redis.NewSnapshots(client, prefix),
-			Queue:    redis.NewQueueState(client, prefix),
-			Log:      kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "workers-" + topic, HeartbeatInterval: 200 * time.Millisecond}),
+			Queue:    productionQueue(t, client, prefix, store, log),
+			Log:      log,
 			Notifier: redis.NewNotifier(client, prefix),
 			Advance:  time.Sleep, HoldTTL: 3 * time.Second, PendingGrace: time.Second, SeatmapTTL: time.Second,
 			// PostgreSQL commits each booking: a smaller storm keeps the run short.
@@ -140,4 +142,24 @@ func redisPrefix(tb testing.TB, client rueidis.Client, base string) string {
 		}
 	})
 	return prefix
+}
+
+// productionQueue is the queue state of the production shape: Redis,
+// rebuilt from the log and PostgreSQL's outcomes, its epoch recorded.
+func productionQueue(t testing.TB, client rueidis.Client, prefix string, store *postgres.Store, log *kafka.RequestLog) *queuestate.State {
+	t.Helper()
+	st := queuestate.New(redis.NewQueueState(client, prefix), store, log, redis.NewLeases(client, prefix), nil)
+	st.Settle = 0 // nothing was admitted before
+	// A topic just made may not be listed yet: wait for it.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := st.Rebuild(ctx)
+		if err == nil {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

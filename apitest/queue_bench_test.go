@@ -59,8 +59,9 @@ func BenchmarkQueue(b *testing.B) {
 					b.Fatal(err)
 				}
 				store := openSchemaStore(b, admin, pgURL, "apibench_")
+				log := kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "g-" + topic})
 				s := NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
-					Queue: redis.NewQueueState(client, prefix), Log: kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "g-" + topic}),
+					Queue: productionQueue(b, client, prefix, store, log), Log: log,
 					Notifier: redis.NewNotifier(client, prefix), HoldTTL: 5 * time.Minute})
 				runQueueBench(b, s, mode)
 			})

@@ -311,3 +311,103 @@ func (l *RequestLog) Lag(ctx context.Context) (int64, error) {
 	}
 	return total, nil
 }
+
+// Replay reads the whole log as it stands when it is called, every
+// partition from its first retained record to the end offset listed at the
+// start, and hands fn the requests in chunks of at most MaxBatch (in log
+// order within a partition). It joins no group and commits nothing: it is
+// how a queue state that lost its cache (Redis restarted empty) is rebuilt.
+// A record that does not decode is skipped, as Consume does.
+func (l *RequestLog) Replay(ctx context.Context, fn func(batch []*boxoffice.QueuedRequest) error) error {
+	var (
+		from  map[int32]kgo.Offset
+		until map[int32]int64
+		err   error
+	)
+	// A broker that has just created the topic may not list it yet.
+	for attempt := 1; ; attempt++ {
+		if from, until, err = l.bounds(ctx); err == nil {
+			break
+		}
+		if attempt == 10 || !sleep(ctx, l.backoff(1)) {
+			return boxoffice.Unavailable("the request log", err)
+		}
+	}
+	if len(from) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.cfg.Topic: from}),
+	}, l.c.base...)...)
+	if err != nil {
+		return boxoffice.Unavailable("the request log", err)
+	}
+	defer cl.Close()
+	for len(until) > 0 {
+		fetches := cl.PollRecords(ctx, l.cfg.MaxBatch)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fetches.EachError(func(_ string, p int32, err error) {
+			ferr = errors.Join(ferr, fmt.Errorf("partition %d: %w", p, err))
+		})
+		if ferr != nil {
+			return boxoffice.Unavailable("the request log", ferr)
+		}
+		var recs []*kgo.Record
+		for _, r := range fetches.Records() {
+			end, ok := until[r.Partition]
+			if !ok {
+				continue
+			}
+			if r.Offset >= end {
+				// Past the end this replay is about (the offsets before
+				// it were compacted or were control records).
+				delete(until, r.Partition)
+				continue
+			}
+			recs = append(recs, r)
+			if r.Offset+1 >= end {
+				delete(until, r.Partition)
+			}
+		}
+		if batch := l.decode(recs); len(batch) > 0 {
+			if err := fn(batch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bounds returns, for every partition with records, where Replay starts
+// and the end offset where it stops.
+func (l *RequestLog) bounds(ctx context.Context) (map[int32]kgo.Offset, map[int32]int64, error) {
+	starts, err := l.c.adm.ListStartOffsets(ctx, l.cfg.Topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	ends, err := l.c.adm.ListEndOffsets(ctx, l.cfg.Topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := errors.Join(starts.Error(), ends.Error()); err != nil {
+		return nil, nil, err
+	}
+	from := map[int32]kgo.Offset{}
+	until := map[int32]int64{}
+	var lerr error
+	ends.Each(func(end kadm.ListedOffset) {
+		start, ok := starts.Lookup(end.Topic, end.Partition)
+		if !ok {
+			lerr = errors.Join(lerr, fmt.Errorf("no start offset for partition %d", end.Partition))
+			return
+		}
+		if end.Offset > start.Offset {
+			from[end.Partition] = kgo.NewOffset().At(start.Offset)
+			until[end.Partition] = end.Offset
+		}
+	})
+	return from, until, lerr
+}

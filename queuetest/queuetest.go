@@ -159,7 +159,7 @@ func testMaxLive(t *testing.T, h Harness) {
 		t.Fatalf("third entry with maxLive 2: %v, want ECONFLICT", err)
 	}
 	// An outcome frees the slot.
-	if _, err := h.State.Finish(ctx, r.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, FinishedAt: time.Now()}); err != nil {
+	if _, err := h.State.Finish(ctx, r, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, FinishedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := h.State.Admit(ctx, Request(ev, "scalper"), 2, false); err != nil {
@@ -177,7 +177,7 @@ func testFinishOnce(t *testing.T, h Harness) {
 	var firsts atomic.Int32
 	for range 8 {
 		wg.Go(func() {
-			first, err := h.State.Finish(ctx, r.ID, o)
+			first, err := h.State.Finish(ctx, r, o)
 			if err != nil {
 				t.Error(err)
 			}
@@ -190,7 +190,7 @@ func testFinishOnce(t *testing.T, h Harness) {
 	if firsts.Load() != 1 {
 		t.Fatalf("%d Finish calls reported first, want 1", firsts.Load())
 	}
-	if first, _ := h.State.Finish(ctx, r.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: "X", FinishedAt: time.Now()}); first {
+	if first, _ := h.State.Finish(ctx, r, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: "X", FinishedAt: time.Now()}); first {
 		t.Error("a second outcome replaced the first")
 	}
 	e, err := h.State.Entry(ctx, r.ID)
@@ -204,7 +204,7 @@ func testFinishOnce(t *testing.T, h Harness) {
 	if p, _ := h.State.Progress(ctx, ev); p.Served != 1 {
 		t.Errorf("served %d, want 1", p.Served)
 	}
-	if _, err := h.State.Finish(ctx, r.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueQueued}); code(err) != boxoffice.EINVALID {
+	if _, err := h.State.Finish(ctx, r, boxoffice.QueueOutcome{Status: boxoffice.QueueQueued}); code(err) != boxoffice.EINVALID {
 		t.Errorf("a non-final outcome: %v, want EINVALID", err)
 	}
 }
@@ -235,7 +235,7 @@ func testPreQueue(t *testing.T, h Harness) {
 	if e := admit(t, h, late, false); e.Status != boxoffice.QueueWaiting {
 		t.Fatalf("before Open ran: %s, want waiting", e.Status)
 	}
-	if first, _ := h.State.Finish(ctx, late.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); first {
+	if first, _ := h.State.Finish(ctx, late, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); first {
 		t.Fatal("a waiting request was finished")
 	}
 	if p, _ := h.State.Progress(ctx, ev); p.Waiting != n+1 || p.Opened || p.Admitted != 0 {
@@ -352,7 +352,7 @@ func finishAll(t *testing.T, h Harness, batch []*boxoffice.QueuedRequest) {
 		if r.Position == 0 || len(r.SeatIDs) == 0 || r.UserID == "" {
 			t.Errorf("delivered request is incomplete: %+v", r)
 		}
-		if _, err := h.State.Finish(ctx, r.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); err != nil {
+		if _, err := h.State.Finish(ctx, r, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -416,7 +416,7 @@ func testBestAvailable(t *testing.T, h Harness) {
 			if d.ID == r.ID && (d.Best == nil || *d.Best != *r.Best) {
 				t.Errorf("delivered best %+v, want %+v", d.Best, *r.Best)
 			}
-			if _, err := h.State.Finish(ctx, d.ID, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); err != nil {
+			if _, err := h.State.Finish(ctx, d, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); err != nil {
 				t.Error(err)
 			}
 		}

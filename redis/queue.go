@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -14,7 +15,7 @@ import (
 // QueueState is boxoffice.QueueState on Redis. An event's queue lives in
 // one hash slot, {q:<event>}:
 //
-//	<p>q:{q:<event>}:n                 hash: admitted, served, waiting, opened
+//	<p>q:{q:<event>}:n                 hash: init, admitted, served, waiting, opened, released
 //	<p>q:{q:<event>}:e:<user>\x00<key>  hash: the entry (id, hash, req JSON, pos, status, outcome)
 //	<p>q:{q:<event>}:live:<user>       the user's live entries
 //	<p>q:{q:<event>}:waiting           list: entry keys of the pre-queue, in arrival order
@@ -63,9 +64,12 @@ func (q *QueueState) entryKey(eventID boxoffice.ID, user, key string) string {
 func (q *QueueState) idKey(id boxoffice.ID) string { return q.prefix + "q:id:{" + id.String() + "}" }
 
 // admitLua: KEYS counters, entry, live, waiting; ARGV id, hash, maxLive,
-// preQueue (0/1), request JSON, ttl s. Reply {'replay'|'mismatch'|'busy'}
-// or {'new', position, status}.
+// preQueue (0/1), request JSON, ttl s. Reply {'cold'|'replay'|'mismatch'|'busy'}
+// or {'new', position, status}. 'cold': the event's state is not initialized
+// on this node (see Init): a Redis that restarted empty must not hand out
+// positions from 1 again.
 const admitLua = `
+if redis.call('HGET', KEYS[1], 'init') ~= '1' then return {'cold'} end
 local h = redis.call('HGET', KEYS[2], 'hash')
 if h then
   if h ~= ARGV[2] then return {'mismatch'} end
@@ -108,9 +112,11 @@ return 1
 `
 
 // openLua: KEYS counters, waiting, opened; ARGV n (the pre-queue length the
-// caller shuffled), ttl s, then the entry keys in drawn order. Reply 'done'
-// (opened before), 'retry' (the pre-queue changed meanwhile) or 'ok'.
+// caller shuffled), ttl s, then the entry keys in drawn order. Reply 'cold'
+// (see admitLua), 'done' (opened before), 'retry' (the pre-queue changed
+// meanwhile) or 'ok'.
 const openLua = `
+if redis.call('HGET', KEYS[1], 'init') ~= '1' then return 'cold' end
 if redis.call('HGET', KEYS[1], 'opened') == '1' then return 'done' end
 local n = tonumber(ARGV[1])
 if redis.call('LLEN', KEYS[2]) ~= n then return 'retry' end
@@ -173,8 +179,13 @@ func (q *QueueState) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxL
 	if err != nil {
 		return nil, false, boxoffice.Unavailable("the queue state", err)
 	}
+	if len(res) == 0 {
+		return nil, false, boxoffice.Unavailable("the queue state", errors.New("empty reply to the admission script"))
+	}
 	verdict, _ := res[0].ToString()
 	switch verdict {
+	case "cold":
+		return nil, false, coldErr(r.EventID)
 	case "mismatch":
 		return nil, false, boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
 	case "busy":
@@ -268,7 +279,8 @@ func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.Que
 }
 
 // Finish records a queued request's outcome once.
-func (q *QueueState) Finish(ctx context.Context, id boxoffice.ID, o boxoffice.QueueOutcome) (bool, error) {
+func (q *QueueState) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
+	id := r.ID
 	if !o.Status.Final() {
 		return false, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
 	}
@@ -311,6 +323,9 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, shuffle fun
 		if err != nil {
 			return nil, boxoffice.Unavailable("the queue state", err)
 		}
+		if verdict == "cold" {
+			return nil, coldErr(eventID)
+		}
 		if verdict != "retry" {
 			break
 		}
@@ -333,6 +348,9 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, shuffle fun
 			m, err := res.AsStrMap()
 			if err != nil {
 				return nil, boxoffice.Unavailable("the queue state", err)
+			}
+			if len(m) == 0 {
+				continue // expired since the draw
 			}
 			e, err := decodeEntry(m)
 			if err != nil {
@@ -358,6 +376,9 @@ func (q *QueueState) Progress(ctx context.Context, eventID boxoffice.ID) (boxoff
 	p.Waiting, _ = strconv.ParseInt(m["waiting"], 10, 64)
 	p.Opened = m["opened"] == "1"
 	p.Released = m["released"] == "1"
+	if m["init"] != "1" {
+		return p, coldErr(eventID)
+	}
 	return p, nil
 }
 

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,9 +17,68 @@ var queueEvents atomic.Int64
 func TestQueueState(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client) {
 		queuetest.Run(t, func(t *testing.T) queuetest.Harness {
-			return queuetest.Harness{State: NewQueueState(client, newPrefix(t, client)), NewEvent: func(*testing.T) boxoffice.ID {
-				return boxoffice.ID(time.Now().UnixNano()/1000 + queueEvents.Add(1))
+			q := NewQueueState(client, newPrefix(t, client))
+			return queuetest.Harness{State: q, NewEvent: func(t *testing.T) boxoffice.ID {
+				ev := boxoffice.ID(time.Now().UnixNano()/1000 + queueEvents.Add(1))
+				// Alone, the Redis state starts every event cold; package
+				// queuestate initializes them (see TestQueueStateCold).
+				if ok, err := q.Init(t.Context(), ev, nil); err != nil || !ok {
+					t.Fatalf("Init: %v %v", ok, err)
+				}
+				return ev
 			}}
 		})
 	})
+}
+
+// An event whose state is not initialized (a Redis that restarted empty)
+// refuses admissions and the draw, and Init with an epoch initializes it
+// only on a node of that epoch.
+func TestQueueStateCold(t *testing.T) {
+	client := dialSingle(t)
+	q := NewQueueState(client, newPrefix(t, client))
+	ctx := t.Context()
+	ev := boxoffice.ID(time.Now().UnixNano()/1000 + queueEvents.Add(1))
+	r := queuetest.Request(ev, "fan")
+	if _, _, err := q.Admit(ctx, r, 1, false); !errors.Is(err, boxoffice.ErrQueueCold) || boxoffice.ErrorCode(err) != boxoffice.EUNAVAILABLE {
+		t.Fatalf("Admit on a cold event: %v", err)
+	}
+	if _, err := q.Open(ctx, ev, func(int, func(i, j int)) {}); !errors.Is(err, boxoffice.ErrQueueCold) {
+		t.Fatalf("Open on a cold event: %v", err)
+	}
+	if _, err := q.Progress(ctx, ev); !errors.Is(err, boxoffice.ErrQueueCold) {
+		t.Fatalf("Progress on a cold event: %v", err)
+	}
+	if ok, err := q.Init(ctx, ev, []string{"a-node-that-is-gone"}); err != nil || ok {
+		t.Fatalf("Init on a node outside the epoch: %v %v, want false", ok, err)
+	}
+	nodes, err := q.Nodes(ctx)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("Nodes: %v %v", nodes, err)
+	}
+	if ok, err := q.Init(ctx, ev, nodes); err != nil || !ok {
+		t.Fatalf("Init on a node of the epoch: %v %v", ok, err)
+	}
+	if e, _, err := q.Admit(ctx, r, 1, false); err != nil || e.Request.Position != 1 {
+		t.Fatalf("Admit after Init: %+v %v", e, err)
+	}
+}
+
+func TestEvictionPolicy(t *testing.T) {
+	srv := startServer(t)
+	client, err := Dial(srv.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	ctx := t.Context()
+	if got := EvictionPolicy(ctx, client); len(got) != 0 {
+		t.Fatalf("a default Redis: %v, want nothing to warn about", got)
+	}
+	if err := client.Do(ctx, client.B().ConfigSet().ParameterValue().ParameterValue("maxmemory-policy", "allkeys-lru").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if got := EvictionPolicy(ctx, client); len(got) != 1 {
+		t.Fatalf("allkeys-lru: %v, want one node to warn about", got)
+	}
 }

@@ -81,6 +81,9 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 	}
 	r := &boxoffice.QueuedRequest{ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Best: req.Best,
 		IdempotencyKey: req.IdempotencyKey, RequestHash: hash, EnqueuedAt: now}
+	// Measured on the monotonic clock, which a paused process (SIGSTOP)
+	// or a clock step does not fool.
+	admitted := time.Now()
 	e, replay, err := s.queue.Admit(ctx, r, s.cfg.MaxLivePerUser, preQueue)
 	if err != nil {
 		return nil, err
@@ -89,8 +92,16 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 	// attempt may have died between the state and the log. The worker
 	// takes a request once, however often it is delivered.
 	if !e.Status.Final() {
-		if err := s.reqLog.Append(ctx, e.Request); err != nil {
-			return nil, err
+		actx, cancel := context.WithDeadline(ctx, admitted.Add(s.cfg.AdmitDeadline))
+		err := s.reqLog.Append(actx, e.Request)
+		cancel()
+		if err == nil && time.Since(admitted) > s.cfg.AdmitDeadline {
+			err = errors.New("the log took the request after the admission deadline")
+		}
+		if err != nil {
+			// No 202 past the deadline: a queue state rebuilt meanwhile
+			// may not have read this request (see Config.AdmitDeadline).
+			return nil, boxoffice.Unavailable("the flash-sale queue", err)
 		}
 	}
 	t, err := s.ticket(ctx, e)
@@ -273,7 +284,7 @@ func (s *Service) serve(ctx context.Context, r *boxoffice.QueuedRequest) error {
 	default:
 		o.Status, o.Reason, o.Message = boxoffice.QueueRejected, boxoffice.ErrorCode(err), boxoffice.ErrorMessage(err)
 	}
-	first, err := s.queue.Finish(ctx, r.ID, o)
+	first, err := s.queue.Finish(ctx, r, o)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,13 @@ type Config struct {
 	// PreQueueWindow is how long before a queued sale opens its waiting
 	// room takes requests (default 1h).
 	PreQueueWindow time.Duration
+	// AdmitDeadline bounds the time from a queued request's admission to
+	// its 202: a request the log has not taken by then is answered 503
+	// (its retry replays it). A queue state rebuilt after Redis lost it
+	// reads the log only after waiting this long (queuestate.State.Settle),
+	// so every request answered 202 is in what it reads. Default
+	// DefaultAdmitDeadline.
+	AdmitDeadline time.Duration
 	// MaxLivePerUser is how many queued requests one user may have waiting
 	// for an event at once (default 1).
 	MaxLivePerUser int
@@ -87,6 +94,9 @@ func (c *Config) setDefaults() {
 	if c.PreQueueWindow <= 0 {
 		c.PreQueueWindow = time.Hour
 	}
+	if c.AdmitDeadline <= 0 {
+		c.AdmitDeadline = DefaultAdmitDeadline
+	}
 	if c.MaxLivePerUser <= 0 {
 		c.MaxLivePerUser = 1
 	}
@@ -100,6 +110,9 @@ func (c *Config) setDefaults() {
 		c.OfferWindow = 10 * time.Minute
 	}
 }
+
+// DefaultAdmitDeadline is Config.AdmitDeadline's default.
+const DefaultAdmitDeadline = 5 * time.Second
 
 // Service implements the use cases. Create it with New.
 type Service struct {

@@ -201,7 +201,7 @@ func (q *Queue) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEnt
 }
 
 // Finish records the outcome of a queued request once.
-func (q *Queue) Finish(ctx context.Context, id boxoffice.ID, o boxoffice.QueueOutcome) (bool, error) {
+func (q *Queue) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
 	if !o.Status.Final() {
 		return false, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
 	}
@@ -218,7 +218,7 @@ func (q *Queue) Finish(ctx context.Context, id boxoffice.ID, o boxoffice.QueueOu
 		err := tx.QueryRowContext(ctx, `UPDATE queue_requests
 			SET status = ?, reason = ?, message = ?, booking_id = ?, held_until = ?, finished_at = ?
 			WHERE id = ? AND status = 'queued' RETURNING event_id`,
-			string(o.Status), o.Reason, o.Message, booking, held, millis(o.FinishedAt), id).Scan(&eventID)
+			string(o.Status), o.Reason, o.Message, booking, held, millis(o.FinishedAt), r.ID).Scan(&eventID)
 		if err == sql.ErrNoRows {
 			return nil // already finished, or never queued
 		}

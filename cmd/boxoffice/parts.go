@@ -14,7 +14,9 @@ import (
 	"github.com/boxoffice/boxoffice/kafka"
 	"github.com/boxoffice/boxoffice/outbox"
 	"github.com/boxoffice/boxoffice/postgres"
+	"github.com/boxoffice/boxoffice/queuestate"
 	"github.com/boxoffice/boxoffice/redis"
+	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
 	"github.com/boxoffice/boxoffice/snowflake"
 	"github.com/boxoffice/boxoffice/sqlite"
@@ -50,6 +52,10 @@ func (p *parts) close() {
 
 func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) (*parts, error) {
 	p := &parts{run: func(context.Context, *sync.WaitGroup) {}}
+	var (
+		journal queuestate.Journal // PostgreSQL: the queue's outcomes
+		cache   *redis.QueueState  // Redis: the queue's state
+	)
 	ok := false
 	defer func() {
 		if !ok {
@@ -65,6 +71,7 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		}
 		p.store = pg
 		p.closers = append(p.closers, func() { pg.Close() })
+		journal = pg
 		// The node id is leased from PostgreSQL and renewed in the
 		// background (see postgres.NodeLease): ids stop (503) while the
 		// lease cannot be confirmed. An explicit --node-id is a fixed node
@@ -99,8 +106,8 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		p.store = st
 		p.closers = append(p.closers, func() { st.Close() })
 	}
-	if c.Kafka != "" && c.Redis == "" {
-		return nil, fmt.Errorf("--kafka needs --redis: the queue's state (positions, outcomes) lives in Redis")
+	if c.Kafka != "" && (c.Redis == "" || c.Postgres == "") {
+		return nil, fmt.Errorf("--kafka needs --redis and --postgres: the queue's state lives in Redis, its outcomes in PostgreSQL")
 	}
 	p.notifier = inmem.NewNotifier()
 	p.publisher = outbox.LogPublisher{Log: log}
@@ -119,7 +126,11 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		p.shared = redis.NewSnapshots(client, "bo:")
 		p.notifier = redis.NewNotifier(client, "bo:")
 		if c.Kafka != "" {
-			p.queue = redis.NewQueueState(client, "bo:")
+			cache = redis.NewQueueState(client, "bo:")
+			for node, policy := range redis.EvictionPolicy(ctx, client) {
+				log.Warn("Redis may evict keys of the flash-sale queue: run it with maxmemory-policy noeviction",
+					"node", node, "maxmemory-policy", policy)
+			}
 		}
 	} else {
 		holds, leases := inmem.NewHolds(nil), inmem.NewLeases(nil)
@@ -153,9 +164,26 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		if err := kc.EnsureTopics(ctx, kafka.DefaultTopics()); err != nil {
 			return nil, fmt.Errorf("kafka topics: %w", err)
 		}
-		p.reqLog = kafka.NewRequestLog(kc, kafka.RequestLogConfig{
+		reqLog := kafka.NewRequestLog(kc, kafka.RequestLogConfig{
 			SessionTimeout: c.KafkaSession, HeartbeatInterval: max(c.KafkaSession/10, 100*time.Millisecond)})
+		p.reqLog = reqLog
 		p.publisher = kafka.NewPublisher(kc)
+		// The queue's state is a cache in Redis, rebuilt from the log and
+		// the outcome journal whenever Redis loses it; every process
+		// watches for that.
+		st := queuestate.New(cache, journal, reqLog, p.leases, log)
+		st.Settle = sale.DefaultAdmitDeadline + time.Second
+		if err := st.Ready(ctx); err != nil {
+			// Redis or Kafka down at start: the watcher rebuilds once they
+			// are back; queued sales answer 503 meanwhile.
+			log.Warn("the flash-sale queue's state is not ready", "err", err)
+		}
+		p.queue = st
+		run := p.run
+		p.run = func(ctx context.Context, wg *sync.WaitGroup) {
+			run(ctx, wg)
+			wg.Go(func() { st.Watch(ctx, time.Second) })
+		}
 	}
 	var ids *snowflake.Generator
 	if idLease != nil {

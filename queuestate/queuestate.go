@@ -1,0 +1,471 @@
+// Package queuestate is the flash-sale queue's state in production: a cache
+// (Redis) that is rebuilt from the durable record whenever it loses data.
+//
+// The durable record is two things: the request log (Kafka), which has
+// every admitted request with its position (a 202 is sent only once the
+// log has it), and the outcome journal (PostgreSQL), which the booking
+// workers write before the cache hears of an outcome. Redis holds what is
+// fast to ask (positions, the one-live-entry rule, idempotency, outcomes,
+// counters) and may restart empty, fail over to a replica that lagged, or
+// lose a key; then:
+//
+//   - admissions to an event whose state is gone are refused with 503 and
+//     Retry-After ("cold", see redis.QueueState.Init), never given positions
+//     from 1 again;
+//   - GET /queue/{id} answers from the journal when the request has an
+//     outcome there, and 503 (never 404) while the cache may be incomplete;
+//   - one process rebuilds the state (Rebuild): it waits Settle, so that
+//     every admission in flight when the cache was lost has reached the log
+//     or been refused, reads the whole log and the journal, merges them into
+//     the cache, and records the nodes' run ids as the new epoch.
+//
+// The cost in the steady state is one journal row per outcome (written a
+// batch at a time) and, per process, one INFO per Redis node a second.
+package queuestate
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// Cache is the fast state the queue is served from (redis.QueueState).
+type Cache interface {
+	boxoffice.QueueState
+	// Init marks an event's state as initialized if its node is one of
+	// epoch; false means the node's data may be gone.
+	Init(ctx context.Context, eventID boxoffice.ID, epoch []string) (bool, error)
+	// Restore merges requests from the durable record into an event.
+	Restore(ctx context.Context, eventID boxoffice.ID, entries []*boxoffice.QueueEntry) error
+	// Seal ends an event's rebuild.
+	Seal(ctx context.Context, eventID boxoffice.ID, admitted, served int64, waiting []*boxoffice.QueuedRequest) error
+	// Nodes returns the run ids of the cache's nodes; Epoch and SetEpoch
+	// read and write those of the last complete rebuild.
+	Nodes(ctx context.Context) ([]string, error)
+	Epoch(ctx context.Context) ([]string, error)
+	SetEpoch(ctx context.Context, nodes []string) error
+}
+
+// Journal is the durable record of outcomes (postgres.Store).
+type Journal interface {
+	// RecordQueueOutcomes stores a batch of outcomes, first one wins, and
+	// returns the outcome on record for each.
+	RecordQueueOutcomes(ctx context.Context, recs []boxoffice.QueueRecord) ([]boxoffice.QueueRecord, error)
+	QueueRecords(ctx context.Context, ids []boxoffice.ID) (map[boxoffice.ID]boxoffice.QueueRecord, error)
+	QueueServed(ctx context.Context, events []boxoffice.ID) (map[boxoffice.ID]int64, error)
+}
+
+// Log is the durable request log, read from its start (kafka.RequestLog).
+type Log interface {
+	Replay(ctx context.Context, fn func(batch []*boxoffice.QueuedRequest) error) error
+}
+
+// State is boxoffice.QueueState over a Cache, kept whole by the Journal
+// and the Log. Create it with New; run Watch in every process that uses it.
+type State struct {
+	cache   Cache
+	journal Journal
+	log     Log
+	leases  boxoffice.Leases
+	logger  *slog.Logger
+
+	// Settle is how long a rebuild waits before it reads the log: at
+	// least the longest a front door may take between admitting a request
+	// and answering 202 (sale.Config.AdmitDeadline), so every request
+	// promised before the cache was lost is in the log by then.
+	Settle time.Duration
+
+	mu         sync.Mutex
+	rebuilding bool
+	// rebuilt counts completed rebuilds (for tests and logs).
+	rebuilt int
+}
+
+var _ boxoffice.QueueState = (*State)(nil)
+
+// New returns the state over cache, rebuilt from journal and log; leases
+// keeps two processes from rebuilding at once.
+func New(cache Cache, journal Journal, log Log, leases boxoffice.Leases, logger *slog.Logger) *State {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &State{cache: cache, journal: journal, log: log, leases: leases, logger: logger, Settle: 6 * time.Second}
+}
+
+func isCold(err error) bool { return errors.Is(err, boxoffice.ErrQueueCold) }
+
+func coldErr() error {
+	return &boxoffice.Error{Code: boxoffice.EUNAVAILABLE, Message: "the flash-sale queue is being restored, retry shortly",
+		Err: boxoffice.ErrQueueCold}
+}
+
+// warm makes an event's state usable: initialized at once when the cache
+// is whole (a new event), otherwise after a rebuild, which it starts; it
+// then returns the cold error for the caller to pass on (503).
+func (s *State) warm(ctx context.Context, eventID boxoffice.ID) error {
+	epoch, err := s.cache.Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	if epoch != nil {
+		ok, err := s.cache.Init(ctx, eventID, epoch)
+		if err != nil || ok {
+			return err
+		}
+	}
+	s.startRebuild()
+	return coldErr()
+}
+
+// Admit records r; see boxoffice.QueueState.
+func (s *State) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive int, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
+	e, replay, err := s.cache.Admit(ctx, r, maxLive, preQueue)
+	if isCold(err) {
+		if err := s.warm(ctx, r.EventID); err != nil {
+			return nil, false, err
+		}
+		e, replay, err = s.cache.Admit(ctx, r, maxLive, preQueue)
+	}
+	return e, replay, err
+}
+
+// Entry returns a request's entry: from the cache, else from the journal
+// if it has an outcome; ENOTFOUND only when the cache is known to be
+// whole, EUNAVAILABLE (cold) while it may not be.
+func (s *State) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEntry, error) {
+	e, err := s.cache.Entry(ctx, id)
+	if boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
+		return e, err
+	}
+	recs, jerr := s.journal.QueueRecords(ctx, []boxoffice.ID{id})
+	if jerr != nil {
+		return nil, jerr
+	}
+	if rec, ok := recs[id]; ok {
+		return entryOf(rec), nil
+	}
+	whole, werr := s.whole(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	if !whole {
+		s.startRebuild()
+		return nil, coldErr()
+	}
+	return nil, err
+}
+
+func entryOf(rec boxoffice.QueueRecord) *boxoffice.QueueEntry {
+	return &boxoffice.QueueEntry{
+		Request: &boxoffice.QueuedRequest{ID: rec.RequestID, EventID: rec.EventID, UserID: rec.UserID, Position: rec.Position},
+		Status:  rec.Status, Reason: rec.Reason, Message: rec.Message, BookingID: rec.BookingID,
+		HeldUntil: rec.HeldUntil, FinishedAt: rec.FinishedAt,
+	}
+}
+
+// Finish records the outcome in the journal, then in the cache. The
+// journal's first outcome is the one that counts, also when a redelivery
+// decided differently; a request still waiting for the draw gets none.
+func (s *State) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
+	if !o.Status.Final() {
+		return false, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
+	}
+	e, err := s.cache.Entry(ctx, r.ID)
+	switch {
+	case err == nil && e.Status != boxoffice.QueueQueued:
+		return false, nil
+	case err == nil:
+		r = e.Request
+	case boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND:
+		return false, err
+	default:
+		// The cache does not know it. Decided before (on record)? Then
+		// there is nothing to do. Otherwise the cache may have lost it:
+		// decide after the rebuild (the worker's batch fails and comes
+		// again), unless the cache is whole (a request whose admission
+		// answered 503 yet reached the log, or one past the cache's TTL):
+		// then its outcome goes on record all the same.
+		recs, err := s.journal.QueueRecords(ctx, []boxoffice.ID{r.ID})
+		if err != nil {
+			return false, err
+		}
+		if _, ok := recs[r.ID]; ok || r.Position == 0 {
+			return false, nil
+		}
+		whole, err := s.whole(ctx)
+		if err != nil {
+			return false, err
+		}
+		if !whole {
+			s.startRebuild()
+			return false, coldErr()
+		}
+		_, err = s.journal.RecordQueueOutcomes(ctx, []boxoffice.QueueRecord{recordOf(r, o)})
+		return err == nil, err
+	}
+	stored, err := s.journal.RecordQueueOutcomes(ctx, []boxoffice.QueueRecord{recordOf(r, o)})
+	if err != nil {
+		return false, err
+	}
+	return s.cache.Finish(ctx, r, stored[0].QueueOutcome)
+}
+
+func recordOf(r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) boxoffice.QueueRecord {
+	return boxoffice.QueueRecord{RequestID: r.ID, EventID: r.EventID, UserID: r.UserID, Position: r.Position, QueueOutcome: o}
+}
+
+// Open draws the pre-queue; see boxoffice.QueueState.
+func (s *State) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n int, swap func(i, j int))) ([]*boxoffice.QueuedRequest, error) {
+	rs, err := s.cache.Open(ctx, eventID, shuffle)
+	if isCold(err) {
+		if err := s.warm(ctx, eventID); err != nil {
+			return nil, err
+		}
+		rs, err = s.cache.Open(ctx, eventID, shuffle)
+	}
+	return rs, err
+}
+
+// MarkReleased records that the drawn pre-queue is in the log.
+func (s *State) MarkReleased(ctx context.Context, eventID boxoffice.ID) error {
+	return s.cache.MarkReleased(ctx, eventID)
+}
+
+// Progress returns the event's queue counters.
+func (s *State) Progress(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, error) {
+	p, err := s.cache.Progress(ctx, eventID)
+	if isCold(err) {
+		if err := s.warm(ctx, eventID); err != nil {
+			return boxoffice.QueueProgress{}, err
+		}
+		p, err = s.cache.Progress(ctx, eventID)
+	}
+	return p, err
+}
+
+// whole reports whether the cache's nodes are the ones of the last
+// complete rebuild: none restarted or was replaced since.
+func (s *State) whole(ctx context.Context) (bool, error) {
+	epoch, err := s.cache.Epoch(ctx)
+	if err != nil || epoch == nil {
+		return false, err
+	}
+	nodes, err := s.cache.Nodes(ctx)
+	if err != nil {
+		return false, err
+	}
+	return slices.Equal(epoch, nodes), nil
+}
+
+// Watch checks every interval that the cache is whole and rebuilds it when
+// it is not, until ctx ends. Every process using the state runs it, so a
+// restart or a failover is noticed within an interval even when nobody is
+// admitted or polling.
+func (s *State) Watch(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if whole, err := s.whole(ctx); err == nil && !whole {
+			s.startRebuild()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// startRebuild runs Rebuild in the background unless one runs here already.
+func (s *State) startRebuild() {
+	s.mu.Lock()
+	if s.rebuilding {
+		s.mu.Unlock()
+		return
+	}
+	s.rebuilding = true
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			s.rebuilding = false
+			s.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		if err := s.Rebuild(ctx); err != nil {
+			s.logger.Warn("queue state: rebuild", "err", err)
+		}
+	}()
+}
+
+// Rebuilds returns how many rebuilds this process completed.
+func (s *State) Rebuilds() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rebuilt
+}
+
+// Ready returns once the cache is whole, rebuilding it first if it is not
+// (the first start of a deployment, or Redis lost the state while no
+// process watched). A process calls it before it serves.
+func (s *State) Ready(ctx context.Context) error {
+	whole, err := s.whole(ctx)
+	if err != nil || whole {
+		return err
+	}
+	return s.Rebuild(ctx)
+}
+
+// Rebuild restores the cache from the log and the journal and returns once
+// it is whole: rebuilt here, or by another process that holds the rebuild
+// lease meanwhile. Safe to run at any time: it only merges (see
+// redis.QueueState.Restore).
+func (s *State) Rebuild(ctx context.Context) error {
+	for {
+		release, err := s.leases.TryLease(ctx, "queue-rebuild", time.Minute)
+		if err == nil {
+			defer release()
+			return s.rebuild(ctx)
+		}
+		if boxoffice.ErrorCode(err) != boxoffice.EIDEMINFLIGHT {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if whole, err := s.whole(ctx); err == nil && whole {
+			return nil
+		}
+	}
+}
+
+func (s *State) rebuild(ctx context.Context) error {
+	start := time.Now()
+	before, err := s.cache.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	s.logger.Warn("queue state: the cache lost data, rebuilding it from the request log and the outcome journal",
+		"nodes", len(before), "settle", s.Settle)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(s.Settle):
+	}
+
+	type eventState struct {
+		admitted int64
+		waiting  map[boxoffice.ID]*boxoffice.QueuedRequest
+		drawn    map[boxoffice.ID]bool
+		decided  map[boxoffice.ID]bool
+	}
+	events := map[boxoffice.ID]*eventState{}
+	var requests int
+	err = s.log.Replay(ctx, func(batch []*boxoffice.QueuedRequest) error {
+		requests += len(batch)
+		ids := make([]boxoffice.ID, len(batch))
+		for i, r := range batch {
+			ids[i] = r.ID
+		}
+		recs, err := s.journal.QueueRecords(ctx, ids)
+		if err != nil {
+			return err
+		}
+		byEvent := map[boxoffice.ID][]*boxoffice.QueueEntry{}
+		for _, r := range batch {
+			ev := events[r.EventID]
+			if ev == nil {
+				ev = &eventState{waiting: map[boxoffice.ID]*boxoffice.QueuedRequest{}, drawn: map[boxoffice.ID]bool{},
+					decided: map[boxoffice.ID]bool{}}
+				events[r.EventID] = ev
+			}
+			e := &boxoffice.QueueEntry{Request: r, Status: boxoffice.QueueQueued}
+			if r.Position == 0 {
+				e.Status = boxoffice.QueueWaiting
+				if !ev.drawn[r.ID] {
+					ev.waiting[r.ID] = r
+				}
+			} else {
+				ev.admitted = max(ev.admitted, r.Position)
+				ev.drawn[r.ID] = true
+				delete(ev.waiting, r.ID)
+			}
+			if rec, ok := recs[r.ID]; ok {
+				e.Status, e.Reason, e.Message = rec.Status, rec.Reason, rec.Message
+				e.BookingID, e.HeldUntil, e.FinishedAt = rec.BookingID, rec.HeldUntil, rec.FinishedAt
+				ev.decided[r.ID] = true
+				delete(ev.waiting, r.ID)
+			}
+			byEvent[r.EventID] = append(byEvent[r.EventID], e)
+		}
+		for ev, entries := range byEvent {
+			if err := s.cache.Restore(ctx, ev, entries); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ids := make([]boxoffice.ID, 0, len(events))
+	for id := range events {
+		ids = append(ids, id)
+	}
+	served, err := s.journal.QueueServed(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for id, ev := range events {
+		waiting := make([]*boxoffice.QueuedRequest, 0, len(ev.waiting))
+		for _, r := range ev.waiting {
+			if !ev.decided[r.ID] {
+				waiting = append(waiting, r)
+			}
+		}
+		// The pre-queue in arrival order (the draw shuffles it anyway).
+		slices.SortFunc(waiting, func(a, b *boxoffice.QueuedRequest) int {
+			if c := a.EnqueuedAt.Compare(b.EnqueuedAt); c != 0 {
+				return c
+			}
+			return cmpID(a.ID, b.ID)
+		})
+		if err := s.cache.Seal(ctx, id, ev.admitted, served[id], waiting); err != nil {
+			return err
+		}
+	}
+	after, err := s.cache.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(before, after) {
+		return errors.New("a Redis node restarted during the rebuild; it runs again")
+	}
+	if err := s.cache.SetEpoch(ctx, after); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.rebuilt++
+	s.mu.Unlock()
+	s.logger.Warn("queue state: rebuilt", "events", len(events), "requests", requests,
+		"took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func cmpID(a, b boxoffice.ID) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,399 @@
+package queuestate_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/rueidis"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/kafka"
+	"github.com/boxoffice/boxoffice/postgres"
+	"github.com/boxoffice/boxoffice/queuestate"
+	"github.com/boxoffice/boxoffice/queuetest"
+	"github.com/boxoffice/boxoffice/redis"
+)
+
+// The production queue state passes the queue contract.
+func TestContract(t *testing.T) {
+	env := newEnv(t)
+	// Every subtest's topic made at once: a client sees a new topic only
+	// at its next metadata refresh (up to 5 s).
+	topics := map[string]int32{}
+	for i := 1; i <= 20; i++ {
+		topics[fmt.Sprint("contract.requests.", i)] = 4
+	}
+	if err := env.kafka.EnsureTopics(t.Context(), topics); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int32
+	queuetest.Run(t, func(t *testing.T) queuetest.Harness {
+		topic := fmt.Sprint("contract.requests.", n.Add(1))
+		st, log := env.state(t, topic)
+		return queuetest.Harness{State: st, Log: log, NewEvent: func(*testing.T) boxoffice.ID { return env.newID() }}
+	})
+}
+
+// Redis restarts empty with a live queue: an event mid-sale (some requests
+// decided, some not) and an event whose waiting room has not been drawn.
+// Until the state is rebuilt nothing answers 404 and no position is given
+// again; after it, every request has its position, status and outcome
+// back, a retry replays, one live entry per user holds, new requests queue
+// behind the old ones, the waiting room is drawn with all of its requests.
+func TestRedisRestartsEmpty(t *testing.T) {
+	env := newEnv(t)
+	st, log := env.state(t, "restart.requests")
+	ctx := t.Context()
+	sale, room := env.newID(), env.newID()
+
+	const n, decided, waiting = 60, 25, 30
+	var reqs, early []*boxoffice.QueuedRequest
+	for i := range n {
+		r := queuetest.Request(sale, fmt.Sprint("fan-", i), fmt.Sprint("A-A-", i+1))
+		admit(t, st, log, r, false)
+		reqs = append(reqs, r)
+	}
+	for i := range waiting {
+		r := queuetest.Request(room, fmt.Sprint("early-", i))
+		admit(t, st, log, r, true)
+		early = append(early, r)
+	}
+	want := map[boxoffice.ID]*boxoffice.QueueEntry{}
+	for i, r := range reqs {
+		if i < decided {
+			o := boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, FinishedAt: time.Now()}
+			if i%2 == 0 {
+				o = boxoffice.QueueOutcome{Status: boxoffice.QueueHeld, BookingID: r.ID, HeldUntil: time.Now().Add(time.Minute), FinishedAt: time.Now()}
+			}
+			if first, err := st.Finish(ctx, r, o); err != nil || !first {
+				t.Fatalf("Finish: %v %v", first, err)
+			}
+		}
+		e, err := st.Entry(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[r.ID] = e
+	}
+
+	env.redis.kill(t)
+	env.redis.start(t)
+
+	// Cold: 503, never a 404 or a position from 1.
+	for i, r := range reqs {
+		e, err := st.Entry(ctx, r.ID)
+		switch {
+		case i < decided && err == nil:
+			if e.Status != want[r.ID].Status || e.Request.Position != want[r.ID].Request.Position {
+				t.Errorf("decided request from the journal: %s at %d, want %s at %d", e.Status, e.Request.Position,
+					want[r.ID].Status, want[r.ID].Request.Position)
+			}
+		case boxoffice.ErrorCode(err) != boxoffice.EUNAVAILABLE:
+			t.Fatalf("Entry of request %d after the restart: %v, want it or EUNAVAILABLE", i, err)
+		}
+	}
+	if _, _, err := st.Admit(ctx, queuetest.Request(sale, "newcomer"), 1, false); boxoffice.ErrorCode(err) != boxoffice.EUNAVAILABLE {
+		t.Fatalf("Admit before the rebuild: %v, want EUNAVAILABLE", err)
+	}
+
+	if err := st.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, r := range reqs {
+		e, err := st.Entry(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want[r.ID]
+		if e.Status != w.Status || e.Request.Position != w.Request.Position || e.BookingID != w.BookingID ||
+			e.Reason != w.Reason || e.Request.UserID != r.UserID {
+			t.Errorf("after the rebuild: %+v at %d, want %+v at %d", e, e.Request.Position, w, w.Request.Position)
+		}
+	}
+	// A retry replays; the one live entry per user holds; newcomers queue behind.
+	again := *reqs[decided]
+	again.ID = env.newID()
+	e, replay, err := st.Admit(ctx, &again, 1, false)
+	if err != nil || !replay || e.Request.ID != reqs[decided].ID || e.Request.Position != want[reqs[decided].ID].Request.Position {
+		t.Fatalf("retry after the rebuild: %+v replay=%v %v", e, replay, err)
+	}
+	if _, _, err := st.Admit(ctx, queuetest.Request(sale, reqs[decided].UserID), 1, false); boxoffice.ErrorCode(err) != boxoffice.ECONFLICT {
+		t.Fatalf("a second live entry after the rebuild: %v, want ECONFLICT", err)
+	}
+	if _, _, err := st.Admit(ctx, queuetest.Request(sale, reqs[0].UserID), 1, false); err != nil {
+		t.Fatalf("a user whose request was decided queues again: %v", err)
+	}
+	e = admit(t, st, log, queuetest.Request(sale, "newcomer"), false)
+	if e.Request.Position != n+2 {
+		t.Fatalf("newcomer at %d, want %d", e.Request.Position, n+2)
+	}
+	p, err := st.Progress(ctx, sale)
+	if err != nil || p.Admitted != n+2 || p.Served != decided {
+		t.Fatalf("progress %+v %v, want admitted %d served %d", p, err, n+2, decided)
+	}
+	// The rest are decided once each.
+	for _, r := range reqs[decided:] {
+		if first, err := st.Finish(ctx, r, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); err != nil || !first {
+			t.Fatalf("Finish after the rebuild: %v %v", first, err)
+		}
+	}
+	// The waiting room is drawn with every one of its requests.
+	p, err = st.Progress(ctx, room)
+	if err != nil || p.Opened || p.Waiting != waiting {
+		t.Fatalf("waiting room after the rebuild: %+v %v", p, err)
+	}
+	drawn, err := st.Open(ctx, room, func(n int, swap func(i, j int)) {})
+	if err != nil || len(drawn) != waiting {
+		t.Fatalf("drawn %d, %v; want %d", len(drawn), err, waiting)
+	}
+	seen := map[boxoffice.ID]bool{}
+	for i, r := range drawn {
+		if r.Position != int64(i+1) {
+			t.Errorf("drawn request %d at %d", i, r.Position)
+		}
+		seen[r.ID] = true
+	}
+	for _, r := range early {
+		if !seen[r.ID] {
+			t.Errorf("request %d of the waiting room was not drawn", r.ID)
+		}
+	}
+}
+
+// The cache lost part of its data without a restart the admission script
+// can see (a replica that lagged took over: its run id differs from the
+// epoch's). The watcher notices and rebuilds; the lost entry is back.
+func TestWatchRebuildsAfterFailover(t *testing.T) {
+	env := newEnv(t)
+	st, log := env.state(t, "failover.requests")
+	ctx := t.Context()
+	ev := env.newID()
+	r := queuetest.Request(ev, "fan", "A-A-1")
+	admit(t, st, log, r, false)
+	// What a lagged replica lacks: the entry and its index. And another
+	// run id than the epoch's.
+	c := env.client
+	keys, err := c.Do(ctx, c.B().Keys().Pattern(env.prefix+"q:*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k != env.prefix+"q:{q:"+ev.String()+"}:n" {
+			c.Do(ctx, c.B().Del().Key(k).Build())
+		}
+	}
+	c.Do(ctx, c.B().Set().Key(env.prefix+"q:epoch").Value("a-node-that-is-gone").Build())
+	if _, err := st.Entry(ctx, r.ID); boxoffice.ErrorCode(err) != boxoffice.EUNAVAILABLE {
+		t.Fatalf("Entry of the lost request before the rebuild: %v, want EUNAVAILABLE", err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go st.Watch(wctx, 50*time.Millisecond)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e, err := st.Entry(ctx, r.ID)
+		if err == nil {
+			if e.Request.Position != 1 || e.Status != boxoffice.QueueQueued {
+				t.Fatalf("restored entry %+v", e)
+			}
+			break
+		}
+		if boxoffice.ErrorCode(err) != boxoffice.EUNAVAILABLE || time.Now().After(deadline) {
+			t.Fatalf("Entry while rebuilding: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// admit admits r and appends it to the log, as the front door does.
+func admit(t *testing.T, st *queuestate.State, log *kafka.RequestLog, r *boxoffice.QueuedRequest, pre bool) *boxoffice.QueueEntry {
+	t.Helper()
+	e, _, err := st.Admit(t.Context(), r, 1, pre)
+	if err != nil {
+		t.Fatalf("Admit: %v", err)
+	}
+	if err := log.Append(t.Context(), e.Request); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	return e
+}
+
+// env is one PostgreSQL schema, one redis-server and one Kafka broker of
+// the test's own.
+type env struct {
+	pg     *postgres.Store
+	redis  *redisServer
+	client rueidis.Client
+	prefix string
+	kafka  *kafka.Client
+	ids    atomic.Int64
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{pg: openStore(t), redis: startRedis(t)}
+	e.ids.Store(time.Now().UnixNano() >> 8)
+	client, err := redis.Dial(e.redis.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	e.client = client
+	e.prefix = "qs:"
+	seeds, stop, err := kafka.StartFake("127.0.0.1:0", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	kc, err := kafka.Open(kafka.Config{Seeds: seeds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	e.kafka = kc
+	return e
+}
+
+func (e *env) newID() boxoffice.ID { return boxoffice.ID(e.ids.Add(1)) }
+
+// state returns a queue state on a topic of its own, its epoch recorded.
+func (e *env) state(t *testing.T, topic string) (*queuestate.State, *kafka.RequestLog) {
+	t.Helper()
+	if err := e.kafka.EnsureTopics(t.Context(), map[string]int32{topic: 4}); err != nil {
+		t.Fatal(err)
+	}
+	log := kafka.NewRequestLog(e.kafka, kafka.RequestLogConfig{Topic: topic, Group: topic + ".workers"})
+	st := queuestate.New(redis.NewQueueState(e.client, e.prefix), e.pg, log, redis.NewLeases(e.client, e.prefix), nil)
+	st.Settle = 50 * time.Millisecond
+	// A topic just made may not be listed yet: the first rebuild (which
+	// records the epoch) waits for it.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := st.Rebuild(t.Context())
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return st, log
+}
+
+// openStore opens PostgreSQL on a schema of its own, dropped at the end.
+func openStore(t *testing.T) *postgres.Store {
+	t.Helper()
+	base := os.Getenv("BOXOFFICE_TEST_POSTGRES")
+	if base == "" {
+		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		skipOrFail(t, "PostgreSQL unreachable: %v", err)
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	schema := "qs_test_" + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		conn.Close(context.Background())
+	})
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	st, err := postgres.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format+" (CI=true, so this fails)", args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// redisServer is a redis-server without persistence on a spare port.
+type redisServer struct {
+	port int
+	cmd  *exec.Cmd
+}
+
+func startRedis(t *testing.T) *redisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		skipOrFail(t, "redis-server not installed: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &redisServer{port: l.Addr().(*net.TCPAddr).Port}
+	l.Close()
+	s.start(t)
+	t.Cleanup(func() {
+		if s.cmd != nil {
+			s.kill(t)
+		}
+	})
+	return s
+}
+
+func (s *redisServer) url() string { return "redis://127.0.0.1:" + strconv.Itoa(s.port) }
+
+func (s *redisServer) start(t *testing.T) {
+	t.Helper()
+	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			_, _ = c.Write([]byte("PING\r\n"))
+			buf := make([]byte, 7)
+			n, _ := c.Read(buf)
+			c.Close()
+			if string(buf[:n]) == "+PONG\r\n" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *redisServer) kill(t *testing.T) {
+	t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
