@@ -11,6 +11,9 @@ var (
 	Translate   = translate
 	Backoff     = backoff
 	MaxAttempts = maxAttempts
+	// UserSeatsSQL is the per-user limit's count, for the plan tests.
+	UserSeatsSQL = userSeatsSQL
+	SoldSeatsSQL = soldSeatsSQL
 )
 
 func (s *Store) Transact(ctx context.Context, fn func(tx pgx.Tx) error) error {

@@ -1,0 +1,182 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/boxoffice/boxoffice/postgres"
+)
+
+// The reserve's hot statements read only the rows they are about (this
+// user's, this event's seats), whatever plan the server picks: custom or
+// generic (plan_cache_mode=force_generic_plan, what a prepared statement
+// switches to after five executions), on an empty table and on one full of
+// other users' live holds in this and other events. The check counts the
+// rows every scan node of EXPLAIN ANALYZE touched, so it holds for any
+// plan, not one we expect.
+func TestHotPathsReadOnlyTheirRows(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	ev := createEvent(t, s, 50, 100, 8) // 5,000 seats
+	others := []int64{}
+	for range 3 {
+		others = append(others, int64(createEvent(t, s, 20, 100, 8).ID))
+	}
+	// The user's own rows: one pending booking of two seats, one sold seat.
+	createBooking(t, s, ev, "me", 1, seat(1), seat(2))
+	sold := createBooking(t, s, ev, "me", 2, seat(3))
+	if _, err := s.ConfirmBooking(ctx, confirmation(sold)); err != nil {
+		t.Fatal(err)
+	}
+
+	statements := []struct {
+		name string
+		sql  string
+		args []any
+		// limit is how many rows the statement may touch in all: "me"
+		// has 2 bookings, 3 booking seats and 1 ticket.
+		limit int
+	}{
+		{"per-user limit", postgres.UserSeatsSQL, []any{int64(ev.ID), "me", t0}, 12},
+		// Four seats asked (four rows of unnest), at most one ticket each.
+		{"sold seats", postgres.SoldSeatsSQL, []any{int64(ev.ID), []string{seat(3), seat(4), seat(50), seat(99)}}, 8},
+	}
+	// Two sessions, one per plan cache mode; each prepares the statements
+	// on the young table and keeps them, as a pooled connection does, so
+	// the second round runs plans made before the table filled up.
+	type session struct {
+		conn    *pgxpool.Conn
+		generic bool
+	}
+	var sessions []session
+	for _, generic := range []bool{false, true} {
+		conn, err := s.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Release() })
+		mode := "auto"
+		if generic {
+			mode = "force_generic_plan"
+		}
+		if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Exec(context.Background(), "RESET plan_cache_mode; DEALLOCATE ALL") })
+		for i, st := range statements {
+			if _, err := conn.Exec(ctx, fmt.Sprintf("PREPARE hot_%d AS %s", i, st.sql)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sessions = append(sessions, session{conn, generic})
+	}
+	explain := func(t *testing.T) {
+		t.Helper()
+		for _, ss := range sessions {
+			for i, st := range statements {
+				var plan []byte
+				q := fmt.Sprintf("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE hot_%d(%s)", i, literals(st.args))
+				if err := ss.conn.QueryRow(ctx, q).Scan(&plan); err != nil {
+					t.Fatal(err)
+				}
+				touched, scans := rowsTouched(t, plan)
+				t.Logf("%s (generic=%v): %d rows touched by %v", st.name, ss.generic, touched, scans)
+				if touched > st.limit {
+					t.Errorf("%s (generic=%v) touched %d rows, want at most %d: %v", st.name, ss.generic, touched, st.limit, scans)
+				}
+			}
+		}
+	}
+	t.Run("EmptyTable", explain)
+
+	// Other users' live holds: 2,000 in this event, 3,000 in others,
+	// each of one seat, all pending and unexpired; and their tickets.
+	_, err := s.Pool().Exec(ctx, `
+		WITH b AS (
+		    INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
+		    SELECT 1000000000 + g, CASE WHEN g <= 2000 THEN $1 ELSE ($2::bigint[])[1 + g % 3] END,
+		           'other-' || g, 'pending', 1, 5000, $3::timestamptz + interval '1 hour', $3, $3
+		    FROM generate_series(1, 5000) g
+		    RETURNING id, event_id)
+		INSERT INTO booking_seats (booking_id, position, event_id, seat_id)
+		SELECT id, 0, event_id, 'A-' || chr(65 + ((id - 1000000000) / 100)::int % 20) || '-' || (1 + (id - 1000000000) % 100)
+		FROM b`, int64(ev.ID), others, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Pool().Exec(ctx, `
+		INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
+		SELECT 2000000000 + s.booking_id, s.event_id, s.booking_id, s.seat_id, b.user_id, 'code-' || s.booking_id, 'valid', $1
+		FROM booking_seats s JOIN bookings b ON b.id = s.booking_id
+		WHERE s.event_id = $2 AND b.user_id <> 'me'
+		ON CONFLICT DO NOTHING`, t0, int64(ev.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("LargeTable", explain)
+}
+
+// literals writes args as SQL literals for EXECUTE (test constants only).
+func literals(args []any) string {
+	out := ""
+	for i, a := range args {
+		if i > 0 {
+			out += ", "
+		}
+		switch v := a.(type) {
+		case time.Time:
+			out += "'" + v.Format(time.RFC3339Nano) + "'"
+		case string:
+			out += "'" + v + "'"
+		case []string:
+			out += "ARRAY['" + strings.Join(v, "','") + "']"
+		default:
+			out += fmt.Sprint(v)
+		}
+	}
+	return out
+}
+
+// rowsTouched sums, over the scan nodes of an EXPLAIN (ANALYZE, FORMAT
+// JSON) plan, the rows each returned plus those it read and filtered out.
+func rowsTouched(t *testing.T, raw []byte) (int, []string) {
+	t.Helper()
+	var plans []struct {
+		Plan node `json:"Plan"`
+	}
+	if err := json.Unmarshal(raw, &plans); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	var scans []string
+	var walk func(n node)
+	walk = func(n node) {
+		if len(n.Type) > 4 && n.Type[len(n.Type)-4:] == "Scan" {
+			loops := max(n.Loops, 1)
+			total += int(n.Rows*loops) + int(n.Filtered+n.Recheck)
+			scans = append(scans, n.Type+" "+n.Relation+" "+n.Index)
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plans[0].Plan)
+	return total, scans
+}
+
+type node struct {
+	Type     string  `json:"Node Type"`
+	Relation string  `json:"Relation Name"`
+	Index    string  `json:"Index Name"`
+	Rows     float64 `json:"Actual Rows"`
+	Loops    float64 `json:"Actual Loops"`
+	Filtered float64 `json:"Rows Removed by Filter"`
+	Recheck  float64 `json:"Rows Removed by Index Recheck"`
+	Plans    []node  `json:"Plans"`
+}
