@@ -363,9 +363,14 @@ func (s *State) rebuild(ctx context.Context) error {
 
 	type eventState struct {
 		admitted int64
-		waiting  map[boxoffice.ID]*boxoffice.QueuedRequest
-		drawn    map[boxoffice.ID]bool
-		decided  map[boxoffice.ID]bool
+		// waiting: the pre-queue's requests not drawn or decided yet;
+		// drawn: the requests seen with a position (a drawn copy follows
+		// its first record in its partition, which is keyed by user; the
+		// set guards that order all the same: a request drawn already must
+		// never go back to the pre-queue, where the draw would give it a
+		// second position).
+		waiting map[boxoffice.ID]*boxoffice.QueuedRequest
+		drawn   map[boxoffice.ID]bool
 	}
 	events := map[boxoffice.ID]*eventState{}
 	var requests int
@@ -383,14 +388,14 @@ func (s *State) rebuild(ctx context.Context) error {
 		for _, r := range batch {
 			ev := events[r.EventID]
 			if ev == nil {
-				ev = &eventState{waiting: map[boxoffice.ID]*boxoffice.QueuedRequest{}, drawn: map[boxoffice.ID]bool{},
-					decided: map[boxoffice.ID]bool{}}
+				ev = &eventState{waiting: map[boxoffice.ID]*boxoffice.QueuedRequest{}, drawn: map[boxoffice.ID]bool{}}
 				events[r.EventID] = ev
 			}
 			e := &boxoffice.QueueEntry{Request: r, Status: boxoffice.QueueQueued}
+			rec, decided := recs[r.ID]
 			if r.Position == 0 {
 				e.Status = boxoffice.QueueWaiting
-				if !ev.drawn[r.ID] {
+				if !ev.drawn[r.ID] && !decided {
 					ev.waiting[r.ID] = r
 				}
 			} else {
@@ -398,10 +403,9 @@ func (s *State) rebuild(ctx context.Context) error {
 				ev.drawn[r.ID] = true
 				delete(ev.waiting, r.ID)
 			}
-			if rec, ok := recs[r.ID]; ok {
+			if decided {
 				e.Status, e.Reason, e.Message = rec.Status, rec.Reason, rec.Message
 				e.BookingID, e.HeldUntil, e.FinishedAt = rec.BookingID, rec.HeldUntil, rec.FinishedAt
-				ev.decided[r.ID] = true
 				delete(ev.waiting, r.ID)
 			}
 			byEvent[r.EventID] = append(byEvent[r.EventID], e)
@@ -427,9 +431,7 @@ func (s *State) rebuild(ctx context.Context) error {
 	for id, ev := range events {
 		waiting := make([]*boxoffice.QueuedRequest, 0, len(ev.waiting))
 		for _, r := range ev.waiting {
-			if !ev.decided[r.ID] {
-				waiting = append(waiting, r)
-			}
+			waiting = append(waiting, r)
 		}
 		// The pre-queue in arrival order (the draw shuffles it anyway).
 		slices.SortFunc(waiting, func(a, b *boxoffice.QueuedRequest) int {

@@ -2,8 +2,8 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 
@@ -121,16 +121,22 @@ if redis.call('HGET', KEYS[1], 'opened') == '1' then return 'done' end
 local n = tonumber(ARGV[1])
 if redis.call('LLEN', KEYS[2]) ~= n then return 'retry' end
 local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
+local drawn = 0
 for i = 1, n do
   local k = ARGV[2 + i]
-  redis.call('HSET', k, 'pos', admitted + i, 'status', 'queued')
-  redis.call('RPUSH', KEYS[3], k)
+  -- Only a request still waiting is drawn: one that has a position
+  -- already (a state restored after Redis lost it) keeps it.
+  if redis.call('HGET', k, 'status') == 'waiting' then
+    drawn = drawn + 1
+    redis.call('HSET', k, 'pos', admitted + drawn, 'status', 'queued')
+    redis.call('RPUSH', KEYS[3], k)
+  end
 end
 local released = 0
-if n == 0 then released = 1 end
-redis.call('HSET', KEYS[1], 'admitted', admitted + n, 'waiting', 0, 'opened', 1, 'released', released)
+if drawn == 0 then released = 1 end
+redis.call('HSET', KEYS[1], 'admitted', admitted + drawn, 'waiting', 0, 'opened', 1, 'released', released)
 redis.call('EXPIRE', KEYS[1], ARGV[2])
-if n > 0 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
+if drawn > 0 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
 redis.call('DEL', KEYS[2])
 return 'ok'
 `

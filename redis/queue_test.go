@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,5 +81,47 @@ func TestEvictionPolicy(t *testing.T) {
 	}
 	if got := EvictionPolicy(ctx, client); len(got) != 1 {
 		t.Fatalf("allkeys-lru: %v, want one node to warn about", got)
+	}
+}
+
+// A request restored with a position (its drawn copy was in the log) but
+// still listed in the pre-queue is not drawn a second time.
+func TestOpenSkipsRequestsWithAPosition(t *testing.T) {
+	client := dialSingle(t)
+	q := NewQueueState(client, newPrefix(t, client))
+	ctx := t.Context()
+	ev := boxoffice.ID(time.Now().UnixNano()/1000 + queueEvents.Add(1))
+	if ok, err := q.Init(ctx, ev, nil); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	var reqs []*boxoffice.QueuedRequest
+	for i := range 5 {
+		r := queuetest.Request(ev, "early-"+strconv.Itoa(i))
+		if _, _, err := q.Admit(ctx, r, 1, true); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, r)
+	}
+	held := *reqs[2]
+	held.Position = 7
+	if err := q.Restore(ctx, ev, []*boxoffice.QueueEntry{{Request: &held, Status: boxoffice.QueueHeld, BookingID: held.ID,
+		FinishedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	drawn, err := q.Open(ctx, ev, func(int, func(i, j int)) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drawn) != 4 {
+		t.Fatalf("drawn %d, want 4", len(drawn))
+	}
+	for i, r := range drawn {
+		if r.ID == held.ID || r.Position != int64(i+1) {
+			t.Errorf("drawn %d: request %d at %d", i, r.ID, r.Position)
+		}
+	}
+	e, err := q.Entry(ctx, held.ID)
+	if err != nil || e.Status != boxoffice.QueueHeld || e.Request.Position != 7 {
+		t.Fatalf("the restored request after the draw: %+v %v", e, err)
 	}
 }
