@@ -16,6 +16,7 @@ import (
 	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/queuestate"
 	"github.com/boxoffice/boxoffice/redis"
+	"github.com/boxoffice/boxoffice/sale"
 )
 
 // TestProduction runs the suite on PostgreSQL and Redis, on the real clock
@@ -61,7 +62,7 @@ func TestProduction(t *testing.T) {
 		log := kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "workers-" + topic, HeartbeatInterval: 200 * time.Millisecond})
 		return NewStack(t, Parts{
 			Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), Shared: redis.NewSnapshots(client, prefix),
-			Queue:    productionQueue(t, client, prefix, store, log),
+			Queue: productionQueue(t, client, prefix, store, log), AdmitDeadline: sale.DefaultAdmitDeadline,
 			Log:      log,
 			Notifier: redis.NewNotifier(client, prefix),
 			Advance:  time.Sleep, HoldTTL: 3 * time.Second, PendingGrace: time.Second, SeatmapTTL: time.Second,

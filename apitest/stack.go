@@ -76,6 +76,8 @@ type Parts struct {
 	Queue    boxoffice.QueueState
 	Log      boxoffice.RequestLog
 	Notifier boxoffice.Notifier
+	// AdmitDeadline is sale.Config.AdmitDeadline (production's queue).
+	AdmitDeadline time.Duration
 	// QueueStorm is the number of requests of the queue storm test
 	// (default 10,500).
 	QueueStorm int
@@ -152,7 +154,7 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	svc := sale.New(sale.Deps{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Payments: pay, IDs: ids, Now: now, Log: log,
 		Queue: p.Queue, RequestLog: p.Log, Notifier: p.Notifier},
 		sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second,
-			HandoverGrace: p.HandoverGrace, OfferWindow: p.OfferWindow})
+			HandoverGrace: p.HandoverGrace, OfferWindow: p.OfferWindow, AdmitDeadline: p.AdmitDeadline})
 	seats := seatmap.New(svc, p.Store, p.Holds, p.SeatmapTTL, now)
 	if p.Shared != nil {
 		seats.Share(p.Shared, p.Leases)

@@ -92,10 +92,13 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 	// attempt may have died between the state and the log. The worker
 	// takes a request once, however often it is delivered.
 	if !e.Status.Final() {
-		actx, cancel := context.WithDeadline(ctx, admitted.Add(s.cfg.AdmitDeadline))
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if d := s.cfg.AdmitDeadline; d > 0 {
+			actx, cancel = context.WithDeadline(ctx, admitted.Add(d))
+		}
 		err := s.reqLog.Append(actx, e.Request)
 		cancel()
-		if err == nil && time.Since(admitted) > s.cfg.AdmitDeadline {
+		if d := s.cfg.AdmitDeadline; err == nil && d > 0 && time.Since(admitted) > d {
 			err = errors.New("the log took the request after the admission deadline")
 		}
 		if err != nil {

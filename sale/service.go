@@ -43,8 +43,9 @@ type Config struct {
 	// its 202: a request the log has not taken by then is answered 503
 	// (its retry replays it). A queue state rebuilt after Redis lost it
 	// reads the log only after waiting this long (queuestate.State.Settle),
-	// so every request answered 202 is in what it reads. Default
-	// DefaultAdmitDeadline.
+	// so every request answered 202 is in what it reads. Zero means no
+	// deadline: right where admission and log are one commit (embedded).
+	// Production uses DefaultAdmitDeadline.
 	AdmitDeadline time.Duration
 	// MaxLivePerUser is how many queued requests one user may have waiting
 	// for an event at once (default 1).
@@ -93,9 +94,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.PreQueueWindow <= 0 {
 		c.PreQueueWindow = time.Hour
-	}
-	if c.AdmitDeadline <= 0 {
-		c.AdmitDeadline = DefaultAdmitDeadline
 	}
 	if c.MaxLivePerUser <= 0 {
 		c.MaxLivePerUser = 1

@@ -37,8 +37,11 @@ type parts struct {
 	notifier boxoffice.Notifier
 	// publisher takes the outbox's booking events: Kafka, or the log.
 	publisher outbox.Publisher
-	ids       *snowflake.Generator
-	nodeID    int
+	// admitDeadline is sale.Config.AdmitDeadline: set where the queue's
+	// state is a cache that a rebuild must find complete (Redis).
+	admitDeadline time.Duration
+	ids           *snowflake.Generator
+	nodeID        int
 	// run starts the background work the parts need (sweepers).
 	run     func(ctx context.Context, wg *sync.WaitGroup)
 	closers []func()
@@ -178,7 +181,7 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 			// are back; queued sales answer 503 meanwhile.
 			log.Warn("the flash-sale queue's state is not ready", "err", err)
 		}
-		p.queue = st
+		p.queue, p.admitDeadline = st, sale.DefaultAdmitDeadline
 		run := p.run
 		p.run = func(ctx context.Context, wg *sync.WaitGroup) {
 			run(ctx, wg)
