@@ -92,6 +92,12 @@ type QueueRecord struct {
 // for it again. It travels inside an EUNAVAILABLE *Error.
 var ErrQueueCold = errors.New("the queue state is being restored")
 
+// QueueColdError is the error a cached QueueState answers for an event
+// it lost: EUNAVAILABLE (503 with Retry-After) wrapping ErrQueueCold.
+func QueueColdError() error {
+	return &Error{Code: EUNAVAILABLE, Message: "the flash-sale queue is being restored, retry shortly", Err: ErrQueueCold}
+}
+
 // QueueProgress is an event's queue at a glance.
 type QueueProgress struct {
 	// Admitted is the highest position given; Served the number of

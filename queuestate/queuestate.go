@@ -24,6 +24,7 @@
 package queuestate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -99,11 +100,6 @@ func New(cache Cache, journal Journal, log Log, leases boxoffice.Leases, logger 
 
 func isCold(err error) bool { return errors.Is(err, boxoffice.ErrQueueCold) }
 
-func coldErr() error {
-	return &boxoffice.Error{Code: boxoffice.EUNAVAILABLE, Message: "the flash-sale queue is being restored, retry shortly",
-		Err: boxoffice.ErrQueueCold}
-}
-
 // warm makes an event's state usable: initialized at once when the cache
 // is whole (a new event), otherwise after a rebuild, which it starts; it
 // then returns the cold error for the caller to pass on (503).
@@ -119,7 +115,7 @@ func (s *State) warm(ctx context.Context, eventID boxoffice.ID) error {
 		}
 	}
 	s.startRebuild()
-	return coldErr()
+	return boxoffice.QueueColdError()
 }
 
 // Admit records r; see boxoffice.QueueState.
@@ -155,7 +151,7 @@ func (s *State) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEnt
 	}
 	if !whole {
 		s.startRebuild()
-		return nil, coldErr()
+		return nil, boxoffice.QueueColdError()
 	}
 	return nil, err
 }
@@ -203,7 +199,7 @@ func (s *State) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoff
 		}
 		if !whole {
 			s.startRebuild()
-			return false, coldErr()
+			return false, boxoffice.QueueColdError()
 		}
 		_, err = s.journal.RecordQueueOutcomes(ctx, []boxoffice.QueueRecord{recordOf(r, o)})
 		return err == nil, err
@@ -438,7 +434,7 @@ func (s *State) rebuild(ctx context.Context) error {
 			if c := a.EnqueuedAt.Compare(b.EnqueuedAt); c != 0 {
 				return c
 			}
-			return cmpID(a.ID, b.ID)
+			return cmp.Compare(a.ID, b.ID)
 		})
 		if err := s.cache.Seal(ctx, id, ev.admitted, served[id], waiting); err != nil {
 			return err
@@ -460,14 +456,4 @@ func (s *State) rebuild(ctx context.Context) error {
 	s.logger.Warn("queue state: rebuilt", "events", len(events), "requests", requests,
 		"took", time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-func cmpID(a, b boxoffice.ID) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

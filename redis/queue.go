@@ -191,7 +191,7 @@ func (q *QueueState) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxL
 	verdict, _ := res[0].ToString()
 	switch verdict {
 	case "cold":
-		return nil, false, coldErr(r.EventID)
+		return nil, false, boxoffice.QueueColdError()
 	case "mismatch":
 		return nil, false, boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
 	case "busy":
@@ -330,7 +330,7 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, shuffle fun
 			return nil, boxoffice.Unavailable("the queue state", err)
 		}
 		if verdict == "cold" {
-			return nil, coldErr(eventID)
+			return nil, boxoffice.QueueColdError()
 		}
 		if verdict != "retry" {
 			break
@@ -383,7 +383,7 @@ func (q *QueueState) Progress(ctx context.Context, eventID boxoffice.ID) (boxoff
 	p.Opened = m["opened"] == "1"
 	p.Released = m["released"] == "1"
 	if m["init"] != "1" {
-		return p, coldErr(eventID)
+		return p, boxoffice.QueueColdError()
 	}
 	return p, nil
 }

@@ -25,12 +25,6 @@ import (
 //     state was complete when it was last written; a node that restarted or
 //     a replica that took over has another run id.
 
-// coldErr is the error of an event whose state is not initialized here.
-func coldErr(eventID boxoffice.ID) error {
-	return &boxoffice.Error{Code: boxoffice.EUNAVAILABLE, Message: "the flash-sale queue is being restored, retry shortly",
-		Err: boxoffice.ErrQueueCold}
-}
-
 // initLua: KEYS counters; ARGV ttl s, then the run ids of the epoch (none:
 // no check). Reply 1 if the event is initialized (now or before), 0 if this
 // node is not one of the epoch's: its data may be gone, so only a rebuild
