@@ -83,8 +83,6 @@ type State struct {
 
 	mu         sync.Mutex
 	rebuilding bool
-	// rebuilt counts completed rebuilds (for tests and logs).
-	rebuilt int
 }
 
 var _ boxoffice.QueueState = (*State)(nil)
@@ -118,15 +116,27 @@ func (s *State) warm(ctx context.Context, eventID boxoffice.ID) error {
 	return boxoffice.QueueColdError()
 }
 
+// warmed runs call, an operation on one event's state, and once more
+// after warming the event if the cache answered cold.
+func warmed[T any](ctx context.Context, s *State, eventID boxoffice.ID, call func() (T, error)) (T, error) {
+	v, err := call()
+	if isCold(err) {
+		if err := s.warm(ctx, eventID); err != nil {
+			var zero T
+			return zero, err
+		}
+		v, err = call()
+	}
+	return v, err
+}
+
 // Admit records r; see boxoffice.QueueState.
 func (s *State) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive int, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
-	e, replay, err := s.cache.Admit(ctx, r, maxLive, preQueue)
-	if isCold(err) {
-		if err := s.warm(ctx, r.EventID); err != nil {
-			return nil, false, err
-		}
+	var replay bool
+	e, err := warmed(ctx, s, r.EventID, func() (e *boxoffice.QueueEntry, err error) {
 		e, replay, err = s.cache.Admit(ctx, r, maxLive, preQueue)
-	}
+		return e, err
+	})
 	return e, replay, err
 }
 
@@ -138,22 +148,37 @@ func (s *State) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEnt
 	if boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
 		return e, err
 	}
-	recs, jerr := s.journal.QueueRecords(ctx, []boxoffice.ID{id})
-	if jerr != nil {
-		return nil, jerr
+	rec, lerr := s.missing(ctx, id)
+	switch {
+	case lerr != nil:
+		return nil, lerr
+	case rec != nil:
+		return entryOf(*rec), nil
+	}
+	return nil, err
+}
+
+// missing explains a request the cache does not know: its outcome on
+// record if it has one; else nothing when the cache is whole (it never
+// knew the request), or the cold error while it may have lost it (and a
+// rebuild starts).
+func (s *State) missing(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueRecord, error) {
+	recs, err := s.journal.QueueRecords(ctx, []boxoffice.ID{id})
+	if err != nil {
+		return nil, err
 	}
 	if rec, ok := recs[id]; ok {
-		return entryOf(rec), nil
+		return &rec, nil
 	}
-	whole, werr := s.whole(ctx)
-	if werr != nil {
-		return nil, werr
+	whole, err := s.whole(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if !whole {
 		s.startRebuild()
 		return nil, boxoffice.QueueColdError()
 	}
-	return nil, err
+	return nil, nil
 }
 
 func entryOf(rec boxoffice.QueueRecord) *boxoffice.QueueEntry {
@@ -179,27 +204,18 @@ func (s *State) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoff
 		r = e.Request
 	case boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND:
 		return false, err
+	case r.Position == 0:
+		return false, nil // unknown and not drawn: nothing to decide
 	default:
 		// The cache does not know it. Decided before (on record)? Then
-		// there is nothing to do. Otherwise the cache may have lost it:
-		// decide after the rebuild (the worker's batch fails and comes
-		// again), unless the cache is whole (a request whose admission
-		// answered 503 yet reached the log, or one past the cache's TTL):
-		// then its outcome goes on record all the same.
-		recs, err := s.journal.QueueRecords(ctx, []boxoffice.ID{r.ID})
-		if err != nil {
+		// there is nothing to do. If the cache may have lost it, decide
+		// after the rebuild (the worker's batch fails and comes again).
+		// If the cache is whole (a request whose admission answered 503
+		// yet reached the log, or one past the cache's TTL), its outcome
+		// goes on record all the same.
+		rec, err := s.missing(ctx, r.ID)
+		if err != nil || rec != nil {
 			return false, err
-		}
-		if _, ok := recs[r.ID]; ok || r.Position == 0 {
-			return false, nil
-		}
-		whole, err := s.whole(ctx)
-		if err != nil {
-			return false, err
-		}
-		if !whole {
-			s.startRebuild()
-			return false, boxoffice.QueueColdError()
 		}
 		_, err = s.journal.RecordQueueOutcomes(ctx, []boxoffice.QueueRecord{recordOf(r, o)})
 		return err == nil, err
@@ -217,14 +233,7 @@ func recordOf(r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) boxoffice.Qu
 
 // Open draws the pre-queue; see boxoffice.QueueState.
 func (s *State) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n int, swap func(i, j int))) ([]*boxoffice.QueuedRequest, error) {
-	rs, err := s.cache.Open(ctx, eventID, shuffle)
-	if isCold(err) {
-		if err := s.warm(ctx, eventID); err != nil {
-			return nil, err
-		}
-		rs, err = s.cache.Open(ctx, eventID, shuffle)
-	}
-	return rs, err
+	return warmed(ctx, s, eventID, func() ([]*boxoffice.QueuedRequest, error) { return s.cache.Open(ctx, eventID, shuffle) })
 }
 
 // MarkReleased records that the drawn pre-queue is in the log.
@@ -234,14 +243,7 @@ func (s *State) MarkReleased(ctx context.Context, eventID boxoffice.ID) error {
 
 // Progress returns the event's queue counters.
 func (s *State) Progress(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, error) {
-	p, err := s.cache.Progress(ctx, eventID)
-	if isCold(err) {
-		if err := s.warm(ctx, eventID); err != nil {
-			return boxoffice.QueueProgress{}, err
-		}
-		p, err = s.cache.Progress(ctx, eventID)
-	}
-	return p, err
+	return warmed(ctx, s, eventID, func() (boxoffice.QueueProgress, error) { return s.cache.Progress(ctx, eventID) })
 }
 
 // whole reports whether the cache's nodes are the ones of the last
@@ -298,13 +300,6 @@ func (s *State) startRebuild() {
 			s.logger.Warn("queue state: rebuild", "err", err)
 		}
 	}()
-}
-
-// Rebuilds returns how many rebuilds this process completed.
-func (s *State) Rebuilds() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rebuilt
 }
 
 // Ready returns once the cache is whole, rebuilding it first if it is not
@@ -450,9 +445,6 @@ func (s *State) rebuild(ctx context.Context) error {
 	if err := s.cache.SetEpoch(ctx, after); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.rebuilt++
-	s.mu.Unlock()
 	s.logger.Warn("queue state: rebuilt", "events", len(events), "requests", requests,
 		"took", time.Since(start).Round(time.Millisecond))
 	return nil
