@@ -100,10 +100,12 @@ return {'new', pos, status}
 `
 
 // finishLua: KEYS entry, counters, live; ARGV status, reason, message,
-// booking, held_until ms, finished_at ms. Reply 1 if recorded, 0 if the
-// entry is not queued.
+// booking, held_until ms, finished_at ms, request id. Reply 1 if recorded,
+// 0 if the entry is not this request's (gone, or a later request under the
+// same key) or not queued.
 const finishLua = `
-if redis.call('HGET', KEYS[1], 'status') ~= 'queued' then return 0 end
+local cur = redis.call('HMGET', KEYS[1], 'id', 'status')
+if cur[1] ~= ARGV[7] or cur[2] ~= 'queued' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'reason', ARGV[2], 'message', ARGV[3],
   'booking', ARGV[4], 'held_until', ARGV[5], 'finished_at', ARGV[6])
 redis.call('HINCRBY', KEYS[2], 'served', 1)
@@ -168,12 +170,11 @@ func (q *QueueState) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxL
 	// The script and the id index in one pipelined round trip. The index is
 	// written before the verdict is known: for a replay or a refusal it
 	// names an id nobody was given, which is harmless.
-	index, _ := json.Marshal([]string{r.EventID.String(), r.UserID, r.IdempotencyKey})
 	keys := []string{slot + "n", entry, slot + "live:" + r.UserID, slot + "waiting"}
 	args := []string{r.ID.String(), r.RequestHash, strconv.Itoa(maxLive), pre, string(body), q.ttlSeconds()}
 	out := q.client.DoMulti(ctx,
 		q.client.B().Evalsha().Sha1(admitScript.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
-		q.client.B().Set().Key(q.idKey(r.ID)).Value(string(index)).Ex(q.TTL).Build())
+		q.indexCmd(r))
 	if err := out[1].Error(); err != nil {
 		return nil, false, boxoffice.Unavailable("the queue state", err)
 	}
@@ -214,33 +215,39 @@ func (q *QueueState) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxL
 	return &boxoffice.QueueEntry{Request: &row, Status: boxoffice.QueueStatus(status)}, false, nil
 }
 
-func (q *QueueState) index(ctx context.Context, r *boxoffice.QueuedRequest) error {
+// indexCmd writes the id index of r: its id → ["<event>", "<user>",
+// "<key>"], which names its entry.
+func (q *QueueState) indexCmd(r *boxoffice.QueuedRequest) rueidis.Completed {
 	v, _ := json.Marshal([]string{r.EventID.String(), r.UserID, r.IdempotencyKey})
-	err := q.client.Do(ctx, q.client.B().Set().Key(q.idKey(r.ID)).Value(string(v)).Ex(q.TTL).Build()).Error()
+	return q.client.B().Set().Key(q.idKey(r.ID)).Value(string(v)).Ex(q.TTL).Build()
+}
+
+func (q *QueueState) index(ctx context.Context, r *boxoffice.QueuedRequest) error {
+	err := q.client.Do(ctx, q.indexCmd(r)).Error()
 	if err != nil {
 		return boxoffice.Unavailable("the queue state", err)
 	}
 	return nil
 }
 
-// lookup finds the entry key, the event and the user of a request id.
-func (q *QueueState) lookup(ctx context.Context, id boxoffice.ID) (key string, ev boxoffice.ID, user string, err error) {
+// lookup finds the entry key of a request id.
+func (q *QueueState) lookup(ctx context.Context, id boxoffice.ID) (string, error) {
 	v, err := q.client.Do(ctx, q.client.B().Get().Key(q.idKey(id)).Build()).ToString()
 	if rueidis.IsRedisNil(err) {
-		return "", 0, "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+		return "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
 	}
 	if err != nil {
-		return "", 0, "", boxoffice.Unavailable("the queue state", err)
+		return "", boxoffice.Unavailable("the queue state", err)
 	}
 	var parts []string
 	if json.Unmarshal([]byte(v), &parts) != nil || len(parts) != 3 {
-		return "", 0, "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+		return "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
 	}
-	ev, err = boxoffice.ParseID(parts[0])
+	ev, err := boxoffice.ParseID(parts[0])
 	if err != nil {
-		return "", 0, "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+		return "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
 	}
-	return q.entryKey(ev, parts[1], parts[2]), ev, parts[1], nil
+	return q.entryKey(ev, parts[1], parts[2]), nil
 }
 
 func (q *QueueState) entry(ctx context.Context, key string) (*boxoffice.QueueEntry, error) {
@@ -277,7 +284,7 @@ func decodeEntry(m map[string]string) (*boxoffice.QueueEntry, error) {
 func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEntry, error) {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	key, _, _, err := q.lookup(ctx, id)
+	key, err := q.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -285,28 +292,24 @@ func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.Que
 }
 
 // Finish records a queued request's outcome once.
+// The entry's key comes from the request itself (event, user, key, as the
+// log delivered it), so Finish is one script call, not a look-up by id
+// first; the script checks that the entry there is this request's.
 func (q *QueueState) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
-	id := r.ID
 	if !o.Status.Final() {
 		return false, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
 	}
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	key, ev, user, err := q.lookup(ctx, id)
-	if boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
 	var held int64
 	if !o.HeldUntil.IsZero() {
 		held = o.HeldUntil.UnixMilli()
 	}
-	slot := q.slot(ev)
-	n, err := finishScript.exec(ctx, q.client, []string{key, slot + "n", slot + "live:" + user},
+	slot := q.slot(r.EventID)
+	keys := []string{q.entryKey(r.EventID, r.UserID, r.IdempotencyKey), slot + "n", slot + "live:" + r.UserID}
+	n, err := finishScript.exec(ctx, q.client, keys,
 		[]string{string(o.Status), o.Reason, o.Message, o.BookingID.String(), strconv.FormatInt(held, 10),
-			strconv.FormatInt(o.FinishedAt.UnixMilli(), 10)}).AsInt64()
+			strconv.FormatInt(o.FinishedAt.UnixMilli(), 10), r.ID.String()}).AsInt64()
 	if err != nil {
 		return false, boxoffice.Unavailable("the queue state", err)
 	}

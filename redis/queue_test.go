@@ -125,3 +125,32 @@ func TestOpenSkipsRequestsWithAPosition(t *testing.T) {
 		t.Fatalf("the restored request after the draw: %+v %v", e, err)
 	}
 }
+
+// Finish finds the entry by the request's own event, user and key, and
+// records nothing when the entry there is another request's (a later one
+// admitted under the same key after the state was lost).
+func TestFinishOnlyItsOwnEntry(t *testing.T) {
+	client := dialSingle(t)
+	q := NewQueueState(client, newPrefix(t, client))
+	ctx := t.Context()
+	ev := boxoffice.ID(time.Now().UnixNano()/1000 + queueEvents.Add(1))
+	if ok, err := q.Init(ctx, ev, nil); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	r := queuetest.Request(ev, "fan")
+	if _, _, err := q.Admit(ctx, r, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	other := *r
+	other.ID = r.ID + 1
+	o := boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}
+	if first, err := q.Finish(ctx, &other, o); err != nil || first {
+		t.Fatalf("Finish of another request under the same key: %v %v, want false", first, err)
+	}
+	if e, err := q.Entry(ctx, r.ID); err != nil || e.Status != boxoffice.QueueQueued {
+		t.Fatalf("the entry after it: %+v %v, want still queued", e, err)
+	}
+	if first, err := q.Finish(ctx, r, o); err != nil || !first {
+		t.Fatalf("Finish of the request itself: %v %v", first, err)
+	}
+}

@@ -217,8 +217,7 @@ func (q *QueueState) Restore(ctx context.Context, eventID boxoffice.ID, entries 
 			args = append(args, r.ID.String(), r.RequestHash, string(body), strconv.FormatInt(r.Position, 10),
 				string(e.Status), e.Reason, e.Message, e.BookingID.String(), strconv.FormatInt(held, 10),
 				strconv.FormatInt(finished, 10))
-			index, _ := json.Marshal([]string{eventID.String(), r.UserID, r.IdempotencyKey})
-			cmds = append(cmds, q.client.B().Set().Key(q.idKey(r.ID)).Value(string(index)).Ex(q.TTL).Build())
+			cmds = append(cmds, q.indexCmd(r))
 		}
 		if err := restoreScript.exec(ctx, q.client, keys, args).Error(); err != nil {
 			return boxoffice.Unavailable("the queue state", err)
