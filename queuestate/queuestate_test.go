@@ -5,13 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"os/exec"
-	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/testredis"
 	"github.com/boxoffice/boxoffice/kafka"
 	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/queuestate"
@@ -88,8 +85,8 @@ func TestRedisRestartsEmpty(t *testing.T) {
 		want[r.ID] = e
 	}
 
-	env.redis.kill(t)
-	env.redis.start(t)
+	env.redis.Kill(t)
+	env.redis.Start(t)
 
 	// Cold: 503, never a 404 or a position from 1. (The first cold answer
 	// starts a rebuild in the background, which may finish meanwhile: then
@@ -244,7 +241,7 @@ func admit(t *testing.T, st *queuestate.State, log *kafka.RequestLog, r *boxoffi
 // the test's own.
 type env struct {
 	pg     *postgres.Store
-	redis  *redisServer
+	redis  *testredis.Server
 	client rueidis.Client
 	prefix string
 	kafka  *kafka.Client
@@ -253,9 +250,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{pg: openStore(t), redis: startRedis(t)}
+	e := &env{pg: openStore(t), redis: testredis.Start(t)}
 	e.ids.Store(time.Now().UnixNano() >> 8)
-	client, err := redis.Dial(e.redis.url())
+	client, err := redis.Dial(e.redis.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,66 +340,4 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 		t.Fatalf(format+" (CI=true, so this fails)", args...)
 	}
 	t.Skipf(format, args...)
-}
-
-// redisServer is a redis-server without persistence on a spare port.
-type redisServer struct {
-	port int
-	cmd  *exec.Cmd
-}
-
-func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		skipOrFail(t, "redis-server not installed: %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &redisServer{port: l.Addr().(*net.TCPAddr).Port}
-	l.Close()
-	s.start(t)
-	t.Cleanup(func() {
-		if s.cmd != nil {
-			s.kill(t)
-		}
-	})
-	return s
-}
-
-func (s *redisServer) url() string { return "redis://127.0.0.1:" + strconv.Itoa(s.port) }
-
-func (s *redisServer) start(t *testing.T) {
-	t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(time.Second))
-			_, _ = c.Write([]byte("PING\r\n"))
-			buf := make([]byte, 7)
-			n, _ := c.Read(buf)
-			c.Close()
-			if string(buf[:n]) == "+PONG\r\n" {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *redisServer) kill(t *testing.T) {
-	t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	_ = s.cmd.Wait()
-	s.cmd = nil
 }

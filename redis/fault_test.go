@@ -29,12 +29,12 @@ func TestRedisFaultsMidCall(t *testing.T) {
 		t.Skip("a fault test of a few seconds")
 	}
 	srv := startServer(t)
-	client, err := Dial(srv.url())
+	client, err := Dial(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	admin, err := Dial(srv.url())
+	admin, err := Dial(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestRedisFaultsMidCall(t *testing.T) {
 
 	// 0. A client closed at shutdown while calls still come
 	// (rueidis.ErrClosing).
-	closing, err := Dial(srv.url())
+	closing, err := Dial(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,9 +254,9 @@ func TestRedisFaultsMidCall(t *testing.T) {
 	wg = storm(2, stop)
 	time.Sleep(300 * time.Millisecond)
 	epoch.Add(1)
-	srv.kill(t)
+	srv.Kill(t)
 	time.Sleep(500 * time.Millisecond)
-	srv.start(t)
+	srv.Start(t)
 	epoch.Add(1)
 	waitFor(t, func() bool { return h.Ping(ctx) == nil })
 	time.Sleep(500 * time.Millisecond)

@@ -67,7 +67,7 @@ func TestQueueStateCold(t *testing.T) {
 
 func TestEvictionPolicy(t *testing.T) {
 	srv := startServer(t)
-	client, err := Dial(srv.url())
+	client, err := Dial(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

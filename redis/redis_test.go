@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/holdtest"
+	"github.com/boxoffice/boxoffice/internal/testredis"
 )
 
 // The tests run against real servers:
@@ -308,7 +307,7 @@ func testCrossStorm(t *testing.T, client rueidis.Client) {
 // case runs on a server of its own rather than the shared one.
 func TestScriptFlush(t *testing.T) {
 	own := func(t *testing.T) rueidis.Client {
-		client, err := Dial(startServer(t).url())
+		client, err := Dial(startServer(t).URL())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -460,7 +459,7 @@ func TestHeldOneRoundTrip(t *testing.T) {
 // by Timeout, and the same Holds works again once Redis is back on its port.
 func TestRedisDown(t *testing.T) {
 	srv := startServer(t)
-	client, err := Dial(srv.url())
+	client, err := Dial(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,15 +522,15 @@ func TestRedisDown(t *testing.T) {
 	mustAcquire(t, h, event, []string{"A-A-1"}, newID(), time.Minute)
 
 	t.Run("Killed", func(t *testing.T) {
-		srv.kill(t)
+		srv.Kill(t)
 		wantUnavailable(t)
-		srv.start(t)
+		srv.Start(t)
 		wantRecovered(t)
 	})
 	t.Run("Hung", func(t *testing.T) {
-		srv.signal(t, syscall.SIGSTOP)
+		srv.Signal(t, syscall.SIGSTOP)
 		wantUnavailable(t)
-		srv.signal(t, syscall.SIGCONT)
+		srv.Signal(t, syscall.SIGCONT)
 		wantRecovered(t)
 	})
 }
@@ -789,68 +788,5 @@ func (c *countingClient) reset() { c.do.Store(0); c.multi.Store(0) }
 
 func (c *countingClient) counts() (do, multi int64) { return c.do.Load(), c.multi.Load() }
 
-// server is a redis-server of the test's own, on a spare loopback port.
-type server struct {
-	port int
-	cmd  *exec.Cmd
-}
-
-func startServer(t *testing.T) *server {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		skipOrFail(t, "redis-server not installed: %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &server{port: l.Addr().(*net.TCPAddr).Port}
-	l.Close()
-	srv.start(t)
-	t.Cleanup(func() {
-		if srv.cmd != nil {
-			_ = srv.cmd.Process.Signal(syscall.SIGCONT)
-			srv.kill(t)
-		}
-	})
-	return srv
-}
-
-func (s *server) url() string { return "redis://127.0.0.1:" + strconv.Itoa(s.port) }
-
-func (s *server) start(t *testing.T) {
-	t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool {
-		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(time.Second))
-		if _, err := c.Write([]byte("PING\r\n")); err != nil {
-			return false
-		}
-		buf := make([]byte, 7)
-		n, _ := c.Read(buf)
-		return string(buf[:n]) == "+PONG\r\n"
-	})
-}
-
-func (s *server) kill(t *testing.T) {
-	t.Helper()
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.cmd = nil
-}
-
-func (s *server) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-}
+// startServer starts a redis-server of the test's own (testredis).
+func startServer(t *testing.T) *testredis.Server { return testredis.Start(t) }
