@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/auth"
 )
 
@@ -47,16 +48,6 @@ func (e *event) capacity() int {
 		n += s.Rows * s.PerRow
 	}
 	return n
-}
-
-func rowLabel(n int) string { // 1 → A … 26 → Z, 27 → AA
-	s := ""
-	for n > 0 {
-		n--
-		s = string(rune('A'+n%26)) + s
-		n /= 26
-	}
-	return s
 }
 
 // rec is one HTTP exchange of the workload, as the client saw it.
@@ -330,16 +321,16 @@ func (l *load) act(u *user) {
 		// Two sections in one hold: one script per section.
 		a, b := ev.Sections[0], ev.Sections[1+u.rng.IntN(len(ev.Sections)-1)]
 		body["seat_ids"] = []string{
-			fmt.Sprintf("%s-%s-%d", a.Name, rowLabel(1+u.rng.IntN(a.Rows)), 1+u.rng.IntN(a.PerRow)),
-			fmt.Sprintf("%s-%s-%d", b.Name, rowLabel(1+u.rng.IntN(b.Rows)), 1+u.rng.IntN(b.PerRow)),
+			boxoffice.SeatID(a.Name, boxoffice.RowLabel(1+u.rng.IntN(a.Rows)), 1+u.rng.IntN(a.PerRow)),
+			boxoffice.SeatID(b.Name, boxoffice.RowLabel(1+u.rng.IntN(b.Rows)), 1+u.rng.IntN(b.PerRow)),
 		}
 	default:
 		s := ev.Sections[u.rng.IntN(len(ev.Sections))]
 		n := 1 + u.rng.IntN(3)
-		row, first := rowLabel(1+u.rng.IntN(s.Rows)), 1+u.rng.IntN(s.PerRow-n+1)
+		row, first := boxoffice.RowLabel(1+u.rng.IntN(s.Rows)), 1+u.rng.IntN(s.PerRow-n+1)
 		var seats []string
 		for k := range n {
-			seats = append(seats, fmt.Sprintf("%s-%s-%d", s.Name, row, first+k))
+			seats = append(seats, boxoffice.SeatID(s.Name, row, first+k))
 		}
 		body["seat_ids"] = seats
 	}

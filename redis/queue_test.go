@@ -19,17 +19,21 @@ func TestQueueState(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client) {
 		queuetest.Run(t, func(t *testing.T) queuetest.Harness {
 			q := NewQueueState(client, newPrefix(t, client))
-			return queuetest.Harness{State: q, NewEvent: func(t *testing.T) boxoffice.ID {
-				ev := boxoffice.ID(time.Now().UnixNano()/1000 + queueEvents.Add(1))
-				// Alone, the Redis state starts every event cold; package
-				// queuestate initializes them (see TestQueueStateCold).
-				if ok, err := q.Init(t.Context(), ev, nil); err != nil || !ok {
-					t.Fatalf("Init: %v %v", ok, err)
-				}
-				return ev
-			}}
+			return queuetest.Harness{State: q, NewEvent: func(t *testing.T) boxoffice.ID { return initEvent(t, q) }}
 		})
 	})
+}
+
+// initEvent returns a new event whose state is initialized. Alone, the
+// Redis state starts every event cold; package queuestate initializes
+// them (see TestQueueStateCold).
+func initEvent(t *testing.T, q *QueueState) boxoffice.ID {
+	t.Helper()
+	ev := boxoffice.ID(time.Now().UnixNano()/1000 + queueEvents.Add(1))
+	if ok, err := q.Init(t.Context(), ev, nil); err != nil || !ok {
+		t.Fatalf("Init: %v %v", ok, err)
+	}
+	return ev
 }
 
 // An event whose state is not initialized (a Redis that restarted empty)
@@ -90,10 +94,7 @@ func TestOpenSkipsRequestsWithAPosition(t *testing.T) {
 	client := dialSingle(t)
 	q := NewQueueState(client, newPrefix(t, client))
 	ctx := t.Context()
-	ev := boxoffice.ID(time.Now().UnixNano()/1000 + queueEvents.Add(1))
-	if ok, err := q.Init(ctx, ev, nil); err != nil || !ok {
-		t.Fatal(ok, err)
-	}
+	ev := initEvent(t, q)
 	var reqs []*boxoffice.QueuedRequest
 	for i := range 5 {
 		r := queuetest.Request(ev, "early-"+strconv.Itoa(i))
@@ -133,10 +134,7 @@ func TestFinishOnlyItsOwnEntry(t *testing.T) {
 	client := dialSingle(t)
 	q := NewQueueState(client, newPrefix(t, client))
 	ctx := t.Context()
-	ev := boxoffice.ID(time.Now().UnixNano()/1000 + queueEvents.Add(1))
-	if ok, err := q.Init(ctx, ev, nil); err != nil || !ok {
-		t.Fatal(ok, err)
-	}
+	ev := initEvent(t, q)
 	r := queuetest.Request(ev, "fan")
 	if _, _, err := q.Admit(ctx, r, 1, false); err != nil {
 		t.Fatal(err)
