@@ -59,6 +59,21 @@ type NewBooking struct {
 	Idempotency *IdempotencyRecord
 }
 
+// CheckBookingShape is what every store checks of a new booking before its
+// database: at least one seat; a resale purchase is of one seat and is not
+// also a waitlist offer. EINVALID otherwise.
+func CheckBookingShape(b *Booking) error {
+	switch {
+	case b == nil || len(b.SeatIDs) == 0:
+		return Errorf(EINVALID, "a booking needs at least one seat")
+	case b.ListingID != 0 && len(b.SeatIDs) != 1:
+		return Errorf(EINVALID, "a resale purchase is of exactly one seat, the listing's")
+	case b.ListingID != 0 && b.WaitlistEntryID != 0:
+		return Errorf(EINVALID, "a booking is a resale purchase or a waitlist offer, not both")
+	}
+	return nil
+}
+
 // ConfirmBooking is what Confirm writes once the payment is authorized.
 type ConfirmBooking struct {
 	BookingID ID
@@ -130,6 +145,17 @@ type BookingStore interface {
 	// transaction; ECONFLICT if the entry is not waiting, or not this
 	// user's or event's.
 	CreateBooking(ctx context.Context, nb NewBooking) error
+
+	// CreateBookings writes a batch of plain bookings (no resale purchase,
+	// no waitlist offer: those are EINVALID here) in one transaction.
+	// errs[i] is what CreateBooking would have answered booking i had the
+	// bookings been written one after the other in slice order: a later
+	// booking's limit counts the earlier winners' seats, a key or id an
+	// earlier one took is taken. A refused booking writes nothing and does
+	// not stop the others. err fails the whole batch (the database
+	// unavailable, a failed commit): then nothing was written. It is the
+	// queue drain's write: one transaction per batch of decisions.
+	CreateBookings(ctx context.Context, nbs []NewBooking) (errs []error, err error)
 
 	// Booking returns a booking, with its tickets once confirmed, or
 	// ENOTFOUND.
@@ -300,6 +326,9 @@ type IdempotencyRecord struct {
 type IdempotencyStore interface {
 	// Idempotency returns the record for (userID, key), or ENOTFOUND.
 	Idempotency(ctx context.Context, userID, key string) (*IdempotencyRecord, error)
+	// Idempotencies reads many records at once: out[i] is the record for
+	// (userIDs[i], keys[i]), nil when there is none. One round trip.
+	Idempotencies(ctx context.Context, userIDs, keys []string) ([]*IdempotencyRecord, error)
 	// PutIdempotency records a response for a request that wrote nothing
 	// else. A record already present fails with EIDEMINFLIGHT.
 	PutIdempotency(ctx context.Context, r *IdempotencyRecord) error

@@ -62,6 +62,9 @@ const soldSeatsSQL = `
 // locks its entry and moves it to offered. See purchaseChecks and
 // offerChecks.
 //
+// A plain booking (neither) is group-committed with the plain bookings
+// being made at the same time (see bookingCombiner and CreateBookings).
+//
 // Errors, in the order they are checked (the order of sqlite.Store):
 // EINVALID for no seats (or a resale purchase of more than one, or a
 // booking that is both a purchase and an offer), ENOTFOUND for an unknown
@@ -73,15 +76,20 @@ const soldSeatsSQL = `
 // a seat named twice or not in the layout.
 func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
 	b := nb.Booking
-	if b == nil || len(b.SeatIDs) == 0 {
-		return boxoffice.Errorf(boxoffice.EINVALID, "a booking needs at least one seat")
+	if err := boxoffice.CheckBookingShape(b); err != nil {
+		return err
 	}
-	if b.ListingID != 0 && len(b.SeatIDs) != 1 {
-		return boxoffice.Errorf(boxoffice.EINVALID, "a resale purchase is of exactly one seat, the listing's")
+	if b.ListingID == 0 && b.WaitlistEntryID == 0 {
+		return s.bookings.create(ctx, nb) // group commit
 	}
-	if b.ListingID != 0 && b.WaitlistEntryID != 0 {
-		return boxoffice.Errorf(boxoffice.EINVALID, "a booking is a resale purchase or a waitlist offer, not both")
-	}
+	return s.createBooking(ctx, nb)
+}
+
+// createBooking is CreateBooking in a transaction of its own: a resale
+// purchase's and a waitlist offer's path (and, in the tests, the reference
+// CreateBookings is held to).
+func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) error {
+	b := nb.Booking
 	eventID, now := int64(b.EventID), ts(b.CreatedAt)
 
 	return s.transact(ctx, func(tx pgx.Tx) error {

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/boxoffice/boxoffice"
 )
 
 // Unexported parts, exported to the tests of package postgres_test.
@@ -14,8 +16,22 @@ var (
 	// UserSeatsSQL is the per-user limit's count, for the plan tests.
 	UserSeatsSQL = userSeatsSQL
 	SoldSeatsSQL = soldSeatsSQL
+	// The batch's reads (CreateBookings).
+	EnsureEventUsersSQL = ensureEventUsersSQL
+	LockEventUsersSQL   = lockEventUsersSQL
+	UsersSeatsSQL       = usersSeatsSQL
+	KnownKeysSQL        = knownKeysSQL
+	IdempotenciesSQL    = idempotenciesSQL
+	KnownBookingsSQL    = knownBookingsSQL
+	SeatFactsSQL        = seatFactsSQL
 )
 
 func (s *Store) Transact(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return s.transact(ctx, fn)
+}
+
+// CreateBookingAlone writes a booking in a transaction of its own, without
+// the group commit: the reference CreateBookings is compared with.
+func (s *Store) CreateBookingAlone(ctx context.Context, nb boxoffice.NewBooking) error {
+	return s.createBooking(ctx, nb)
 }

@@ -179,10 +179,19 @@ func TestBackendsKilledMidCall(t *testing.T) {
 			killed.Load(), cut.Load(), errs)
 	}
 
-	// The pool recovers by itself.
+	// The pool recovers by itself. The storm's last cut may leave dead
+	// connections idle in the pool for less than a second, which pgxpool
+	// hands out without a ping: each fails its first call (EUNAVAILABLE)
+	// and is dropped, so within a few calls one goes through.
 	ctx := context.Background()
-	if _, err := st.SoldSeats(ctx, e.ID); err != nil {
-		t.Fatalf("SoldSeats after the storm: %v", err)
+	for try := 1; ; try++ {
+		_, err := st.SoldSeats(ctx, e.ID)
+		if err == nil {
+			break
+		}
+		if boxoffice.ErrorCode(err) != boxoffice.EUNAVAILABLE || try == 8 {
+			t.Fatalf("SoldSeats after the storm, call %d: %v", try, err)
+		}
 	}
 
 	// What a call reported as committed is there; what failed is either

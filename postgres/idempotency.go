@@ -31,6 +31,43 @@ func (s *Store) Idempotency(ctx context.Context, userID, key string) (*boxoffice
 	return &r, nil
 }
 
+// Idempotencies reads the records of many (user, key) pairs in one
+// statement, a primary-key probe per pair: out[i] is (userIDs[i],
+// keys[i])'s, nil when there is none.
+func (s *Store) Idempotencies(ctx context.Context, userIDs, keys []string) ([]*boxoffice.IdempotencyRecord, error) {
+	if len(userIDs) != len(keys) {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "%d users for %d keys", len(userIDs), len(keys))
+	}
+	out := make([]*boxoffice.IdempotencyRecord, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, idempotenciesSQL, userIDs, keys)
+	var (
+		ord int64
+		r   boxoffice.IdempotencyRecord
+	)
+	_, err = forEach(rows, err, []any{&ord, &r.RequestHash, &r.Status, &r.Body, &r.CreatedAt, &r.ExpiresAt}, func() {
+		rec := r
+		rec.UserID, rec.Key = userIDs[ord-1], keys[ord-1]
+		rec.CreatedAt, rec.ExpiresAt = rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()
+		out[ord-1] = &rec
+	})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+// idempotenciesSQL reads records by (user, key) pairs; LATERAL with LIMIT
+// keeps it a probe per pair under any plan.
+const idempotenciesSQL = `
+	SELECT x.ord, i.request_hash, i.status, i.body, i.created_at, i.expires_at
+	FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(u, k, ord)
+	CROSS JOIN LATERAL (
+	    SELECT request_hash, status, body, created_at, expires_at FROM idempotency_keys
+	    WHERE user_id = x.u AND key = x.k LIMIT 1) i`
+
 // PutIdempotency records a response for a request that wrote nothing else.
 // A record already present for (user, key) fails with EIDEMINFLIGHT.
 func (s *Store) PutIdempotency(ctx context.Context, r *boxoffice.IdempotencyRecord) error {

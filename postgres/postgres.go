@@ -39,6 +39,8 @@ var _ boxoffice.Store = (*Store)(nil)
 // Store is a boxoffice.Store on a pgx connection pool. Create it with Open.
 type Store struct {
 	pool *pgxpool.Pool
+	// bookings group-commits concurrent CreateBooking calls.
+	bookings *bookingCombiner
 	// Now is the clock for the few writes whose time the port does not pass
 	// in (MarkCaptured). Open sets it to time.Now.
 	Now func() time.Time
@@ -65,7 +67,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool, Now: time.Now}, nil
+	s := &Store{pool: pool, Now: time.Now}
+	// A quarter of the pool writes bookings at a time, leaving the rest to
+	// the reads and the other writes; each batch takes what queued meanwhile.
+	s.bookings = &bookingCombiner{write: s.CreateBookings, runners: max(2, int(cfg.MaxConns)/4), maxBatch: 256}
+	return s, nil
 }
 
 // Pool returns the connection pool, for tools that need the database

@@ -27,6 +27,23 @@ func TestStore(t *testing.T) {
 	})
 }
 
+// TestBatchAgainstAlone holds CreateBookings to bookings written one by one
+// each in a transaction of its own: TestStore compares it with
+// CreateBooking, which the group commit makes a batch of its own.
+func TestBatchAgainstAlone(t *testing.T) {
+	storetest.RunBatch(t, func(t *testing.T) boxoffice.Store {
+		t.Parallel()
+		return alone{newStore(t)}
+	})
+}
+
+// alone is a Store whose CreateBooking writes each booking alone.
+type alone struct{ *postgres.Store }
+
+func (a alone) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
+	return a.CreateBookingAlone(ctx, nb)
+}
+
 // defaultTestURL is the development machine's server (see DEVELOPERS.md);
 // BOXOFFICE_TEST_POSTGRES overrides it.
 const defaultTestURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 	"time"
@@ -38,114 +39,159 @@ import (
 // ECONFLICT when the booking ID is taken; EINVALID for a seat named twice
 // or not in the layout.
 func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
-	b := nb.Booking
-	switch {
-	case b == nil || len(b.SeatIDs) == 0:
-		return boxoffice.Errorf(boxoffice.EINVALID, "a booking needs at least one seat")
-	case b.ListingID != 0 && b.WaitlistEntryID != 0:
-		return boxoffice.Errorf(boxoffice.EINVALID, "a booking is a resale purchase or a waitlist offer, not both")
-	case b.ListingID != 0 && len(b.SeatIDs) != 1:
-		return boxoffice.Errorf(boxoffice.EINVALID, "a resale purchase is of exactly one seat, the listing's")
+	if err := boxoffice.CheckBookingShape(nb.Booking); err != nil {
+		return err
 	}
-	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-		// The common checks in one statement: whether the event exists,
-		// the user's seats for it (the limit), and which of the requested
-		// seats already have a valid ticket. CROSS JOIN keeps the requested
-		// seats the outer loop (SQLite does not reorder it): a few index
-		// probes, not a walk over every ticket already sold for the event.
-		var (
-			eventExists bool
-			taken       int
-			sold        string // a JSON array
-		)
-		if err := tx.QueryRowContext(ctx, `
-			SELECT
-				EXISTS (SELECT 1 FROM events WHERE id = ?1),
-				(SELECT count(*) FROM tickets
-				 WHERE user_id = ?2 AND event_id = ?1 AND status = 'valid')
-				+ (SELECT count(*)
-				   FROM bookings b
-				   JOIN booking_seats bs ON bs.booking_id = b.id
-				   WHERE b.event_id = ?1 AND b.user_id = ?2 AND b.status = 'pending' AND b.held_until > ?3),
-				(SELECT json_group_array(j.value)
-				 FROM json_each(?4) j
-				 CROSS JOIN tickets t
-				 WHERE t.event_id = ?1 AND t.seat_id = j.value AND t.status = 'valid')`,
-			b.EventID, b.UserID, millis(b.CreatedAt), jsonStrings(b.SeatIDs),
-		).Scan(&eventExists, &taken, &sold); err != nil {
-			return err
-		}
-		if !eventExists {
-			return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %d not found", b.EventID)
-		}
-		if nb.Idempotency != nil {
-			if err := insertIdempotency(ctx, tx, nb.Idempotency); err != nil {
+	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error { return createBooking(ctx, tx, nb) })
+}
+
+// CreateBookings writes a batch of plain pending bookings in one
+// transaction, each answered as CreateBooking would have answered it one
+// after the other (see boxoffice.BookingStore): a refused booking is rolled
+// back to its savepoint and the others go on. A resale purchase or a
+// waitlist offer is refused with EINVALID: those are booked on their own.
+func (s *Store) CreateBookings(ctx context.Context, nbs []boxoffice.NewBooking) ([]error, error) {
+	errs := make([]error, len(nbs))
+	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		clear(errs)
+		for i, nb := range nbs {
+			if errs[i] = boxoffice.CheckBookingShape(nb.Booking); errs[i] != nil {
+				continue
+			}
+			if nb.Booking.ListingID != 0 || nb.Booking.WaitlistEntryID != 0 {
+				errs[i] = boxoffice.Errorf(boxoffice.EINVALID, "a resale purchase or a waitlist offer is booked on its own")
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_booking`); err != nil {
 				return err
 			}
-		}
-		if b.ListingID != 0 {
-			// The seat is sold: that is what a listing is.
-			if err := checkPurchase(ctx, tx, b); err != nil {
-				return err
-			}
-		} else {
-			if b.WaitlistEntryID != 0 {
-				if err := checkOffer(ctx, tx, b); err != nil {
+			if errs[i] = createBooking(ctx, tx, nb); errs[i] != nil {
+				if !refusal(errs[i]) {
+					return errs[i] // the database failed: the whole batch fails
+				}
+				if _, err := tx.ExecContext(ctx, `ROLLBACK TO batch_booking`); err != nil {
 					return err
 				}
 			}
-			if sold != "[]" {
-				return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: inRequestOrder(sold, b.SeatIDs)}
+			if _, err := tx.ExecContext(ctx, `RELEASE batch_booking`); err != nil {
+				return err
 			}
 		}
-		if taken+len(b.SeatIDs) > nb.TicketLimit {
-			return boxoffice.Errorf(boxoffice.ELIMIT,
-				"at most %d tickets per user for this event: %d already held or bought", nb.TicketLimit, taken)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	return errs, nil
+}
 
-		_, err := tx.ExecContext(ctx, `
-			INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at,
-			                      listing_id, waitlist_entry_id)
-			VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)`,
-			b.ID, b.EventID, b.UserID, b.Fence, b.AmountCents, millis(b.HeldUntil), millis(b.CreatedAt), millis(b.UpdatedAt),
-			orNull(b.ListingID), orNull(b.WaitlistEntryID))
-		if isUniqueViolation(err) {
-			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d already exists", b.ID)
-		}
-		if err != nil {
+// refusal reports whether err is a booking's own answer (a domain error),
+// not a failure of the database.
+func refusal(err error) bool {
+	var e *boxoffice.Error
+	return errors.As(err, &e) && e.Code != boxoffice.EINTERNAL && e.Code != boxoffice.EUNAVAILABLE
+}
+
+// createBooking is CreateBooking's work inside tx.
+func createBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error {
+	b := nb.Booking
+	// The common checks in one statement: whether the event exists,
+	// the user's seats for it (the limit), and which of the requested
+	// seats already have a valid ticket. CROSS JOIN keeps the requested
+	// seats the outer loop (SQLite does not reorder it): a few index
+	// probes, not a walk over every ticket already sold for the event.
+	var (
+		eventExists bool
+		taken       int
+		sold        string // a JSON array
+	)
+	if err := tx.QueryRowContext(ctx, `
+		SELECT
+			EXISTS (SELECT 1 FROM events WHERE id = ?1),
+			(SELECT count(*) FROM tickets
+			 WHERE user_id = ?2 AND event_id = ?1 AND status = 'valid')
+			+ (SELECT count(*)
+			   FROM bookings b
+			   JOIN booking_seats bs ON bs.booking_id = b.id
+			   WHERE b.event_id = ?1 AND b.user_id = ?2 AND b.status = 'pending' AND b.held_until > ?3),
+			(SELECT json_group_array(j.value)
+			 FROM json_each(?4) j
+			 CROSS JOIN tickets t
+			 WHERE t.event_id = ?1 AND t.seat_id = j.value AND t.status = 'valid')`,
+		b.EventID, b.UserID, millis(b.CreatedAt), jsonStrings(b.SeatIDs),
+	).Scan(&eventExists, &taken, &sold); err != nil {
+		return err
+	}
+	if !eventExists {
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %d not found", b.EventID)
+	}
+	if nb.Idempotency != nil {
+		if err := insertIdempotency(ctx, tx, nb.Idempotency); err != nil {
 			return err
 		}
-
-		// One prepared row at a time: a booking has a handful of seats.
-		for i, seat := range b.SeatIDs {
-			_, err := tx.ExecContext(ctx, `
-				INSERT INTO booking_seats (booking_id, position, event_id, seat_id)
-				VALUES (?, ?, ?, ?)`,
-				b.ID, i, b.EventID, seat)
-			switch {
-			case isUniqueViolation(err):
-				return boxoffice.Errorf(boxoffice.EINVALID, "a booking lists a seat twice")
-			case isForeignKeyViolation(err):
-				return unknownSeats(ctx, tx, b.EventID, b.SeatIDs)
-			case err != nil:
-				return err
-			}
+	}
+	if b.ListingID != 0 {
+		// The seat is sold: that is what a listing is.
+		if err := checkPurchase(ctx, tx, b); err != nil {
+			return err
 		}
+	} else {
 		if b.WaitlistEntryID != 0 {
-			if _, err := tx.ExecContext(ctx, `
-				UPDATE waitlist_entries
-				SET status = 'offered', booking_id = ?, offers = offers + 1, updated_at = ?
-				WHERE id = ?`,
-				b.ID, millis(b.CreatedAt), b.WaitlistEntryID); err != nil {
+			if err := checkOffer(ctx, tx, b); err != nil {
 				return err
 			}
 		}
-		// The event reports the booking as stored: pending, its times
-		// truncated to the millisecond.
-		held := *b
-		held.Status, held.HeldUntil = boxoffice.BookingPending, fromMillis(millis(b.HeldUntil))
-		return writeEvent(ctx, tx, boxoffice.TopicBookingHeld, &held, fromMillis(millis(b.CreatedAt)))
-	})
+		if sold != "[]" {
+			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: inRequestOrder(sold, b.SeatIDs)}
+		}
+	}
+	if taken+len(b.SeatIDs) > nb.TicketLimit {
+		return boxoffice.Errorf(boxoffice.ELIMIT,
+			"at most %d tickets per user for this event: %d already held or bought", nb.TicketLimit, taken)
+	}
+
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at,
+		                      listing_id, waitlist_entry_id)
+		VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)`,
+		b.ID, b.EventID, b.UserID, b.Fence, b.AmountCents, millis(b.HeldUntil), millis(b.CreatedAt), millis(b.UpdatedAt),
+		orNull(b.ListingID), orNull(b.WaitlistEntryID))
+	if isUniqueViolation(err) {
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d already exists", b.ID)
+	}
+	if err != nil {
+		return err
+	}
+
+	// One prepared row at a time: a booking has a handful of seats.
+	for i, seat := range b.SeatIDs {
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO booking_seats (booking_id, position, event_id, seat_id)
+			VALUES (?, ?, ?, ?)`,
+			b.ID, i, b.EventID, seat)
+		switch {
+		case isUniqueViolation(err):
+			return boxoffice.Errorf(boxoffice.EINVALID, "a booking lists a seat twice")
+		case isForeignKeyViolation(err):
+			return unknownSeats(ctx, tx, b.EventID, b.SeatIDs)
+		case err != nil:
+			return err
+		}
+	}
+	if b.WaitlistEntryID != 0 {
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE waitlist_entries
+			SET status = 'offered', booking_id = ?, offers = offers + 1, updated_at = ?
+			WHERE id = ?`,
+			b.ID, millis(b.CreatedAt), b.WaitlistEntryID); err != nil {
+			return err
+		}
+	}
+	// The event reports the booking as stored: pending, its times
+	// truncated to the millisecond.
+	held := *b
+	held.Status, held.HeldUntil = boxoffice.BookingPending, fromMillis(millis(b.HeldUntil))
+	return writeEvent(ctx, tx, boxoffice.TopicBookingHeld, &held, fromMillis(millis(b.CreatedAt)))
 }
 
 // checkPurchase checks a resale purchase b against its listing: it must

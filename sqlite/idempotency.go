@@ -58,3 +58,24 @@ func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error
 	})
 	return int(n), err
 }
+
+// Idempotencies reads the records of many (user, key) pairs: out[i] is
+// (userIDs[i], keys[i])'s, nil when there is none. The reads are local, so
+// one prepared look-up each costs no more than one statement would.
+func (s *Store) Idempotencies(ctx context.Context, userIDs, keys []string) ([]*boxoffice.IdempotencyRecord, error) {
+	if len(userIDs) != len(keys) {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "%d users for %d keys", len(userIDs), len(keys))
+	}
+	out := make([]*boxoffice.IdempotencyRecord, len(keys))
+	for i := range keys {
+		r, err := s.Idempotency(ctx, userIDs[i], keys[i])
+		if boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}

@@ -45,9 +45,19 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
+// RunBatch runs only the specs of CreateBookings, which compare it with
+// CreateBooking: for a store whose CreateBooking itself goes through
+// CreateBookings (postgres's group commit), a wrapper whose CreateBooking
+// writes alone gives the batch a reference to be held to.
+func RunBatch(t *testing.T, newStore func(t *testing.T) boxoffice.Store) {
+	suite(newStore).batchBookings(t)
+}
+
 // Run runs the contract suite. newStore must return a fresh, empty store
-// each time it is called (once per subtest) and close it in a t.Cleanup.
-// The subtests do not call t.Parallel; newStore may make them so.
+// each time it is called and close it in a t.Cleanup. It is called once
+// per *testing.T (a spec that needs two stores opens its second in a
+// subtest of its own, see testTwo). The subtests do not call t.Parallel;
+// newStore may make them so.
 func Run(t *testing.T, newStore func(t *testing.T) boxoffice.Store) {
 	s := suite(newStore)
 	s.test(t, "Ping", func(t *testing.T, f *fixture) {
@@ -64,6 +74,8 @@ func Run(t *testing.T, newStore func(t *testing.T) boxoffice.Store) {
 	s.expire(t)
 	s.payments(t)
 	s.idempotency(t)
+	s.batchBookings(t)
+	s.idempotencies(t)
 	s.outbox(t)
 	s.eventPolicy(t)
 	s.tickets(t)
@@ -86,6 +98,24 @@ func (s suite) test(t *testing.T, name string, body func(t *testing.T, f *fixtur
 	t.Helper()
 	t.Run(name, func(t *testing.T) {
 		body(t, &fixture{t: t, ctx: t.Context(), store: s(t)})
+	})
+}
+
+// testTwo runs body as the subtest name with two fixtures, each on a fresh
+// store of its own, for specs that compare two stores taken through the
+// same history. newStore is called once per *testing.T (it may call
+// t.Parallel, which a test may call only once), so the second store is
+// opened in a subtest, "second store", that runs body; the first stays
+// open until it ends. The fixtures share nothing: the caller builds each
+// value once, with one of them, and writes it to both.
+func (s suite) testTwo(t *testing.T, name string, body func(t *testing.T, one, two *fixture)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		first := s(t)
+		t.Run("second store", func(t *testing.T) {
+			second := s(t)
+			body(t, &fixture{t: t, ctx: t.Context(), store: first}, &fixture{t: t, ctx: t.Context(), store: second})
+		})
 	})
 }
 
