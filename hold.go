@@ -51,6 +51,17 @@ type Holds interface {
 	// EINVALID. When the lock store is down it returns EUNAVAILABLE.
 	Acquire(ctx context.Context, req HoldRequest) (Hold, error)
 
+	// AcquireMany decides a batch of requests as if Acquire were called for
+	// each in turn, in slice order: each all-or-nothing, an earlier request
+	// taking a seat before a later one can. holds[i] is request i's hold
+	// when errs[i] is nil; errs[i] is what Acquire would have returned
+	// (ESEATTAKEN with the seats in the way, EINVALID, EUNAVAILABLE). It is
+	// the queue's drain: the lock store decides a whole batch in one round
+	// trip per hash slot instead of one per request. A request refused
+	// EUNAVAILABLE may or may not hold its seats; they are its owner's and
+	// expire with its TTL.
+	AcquireMany(ctx context.Context, reqs []HoldRequest) (holds []Hold, errs []error)
+
 	// Release deletes the holds on seatIDs that still belong to owner and
 	// leaves any other owner's hold alone (check-and-delete). It returns how
 	// many seats it freed.

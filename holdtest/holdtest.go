@@ -39,6 +39,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		specs []spec
 	}{
 		{"Acquire", acquireSpecs},
+		{"AcquireMany", manySpecs},
 		{"Supersede", supersedeSpecs},
 		{"Concurrency", concurrencySpecs},
 		{"Expiry", expirySpecs},

@@ -74,6 +74,28 @@
 // leaves part of its seats held, bounded by the TTL; no booking was made
 // for it, so nothing can be confirmed or sold on it.
 //
+// # Batches
+//
+// AcquireMany decides a batch as if Acquire were called for each request in
+// turn. Requests within one section, the usual case, are grouped by
+// section: one acquireMany script per section walks that section's requests
+// in batch order, each all or nothing and each grant under a fence of its
+// own as above, so a request sees the seats the earlier ones took. The
+// scripts of all sections go in one pipelined DoMulti: one round trip for
+// the batch (on a cluster, one per node, in parallel). A section with more
+// than batchChunk requests (or mgetChunk seats) gets several scripts, which
+// must run in order. They do: rueidis writes a DoMulti's commands for one
+// node on one connection, in their order (on a cluster it splits a DoMulti
+// by node and keeps the order), and they go by EVAL, so that no NOSCRIPT
+// retry can run one after a later one.
+//
+// A request over several sections cannot be one script. It ends a wave: the
+// single-section requests before it are decided first, then it is taken by
+// Acquire, then the requests after it form the next wave; so k such
+// requests cost k more round trips besides their own Acquires. If a
+// section's script fails, its requests are EUNAVAILABLE; the script may
+// have run, so they may hold their seats until their TTL runs out.
+//
 // # Reads and failures
 //
 // Verify and Held read with MGET per section (in chunks of mgetChunk keys),
@@ -106,6 +128,11 @@ const DefaultTimeout = 2 * time.Second
 // mgetChunk is the most keys one MGET reads, so that a 70,000-seat read does
 // not stall the server on one command.
 const mgetChunk = 1000
+
+// batchChunk is the most requests one acquireMany script decides, and
+// mgetChunk the most seats (unless one request has more), for the same
+// reason.
+const batchChunk = 500
 
 var _ boxoffice.Holds = (*Holds)(nil)
 
@@ -185,6 +212,17 @@ func (h *Holds) timeout() time.Duration {
 	return DefaultTimeout
 }
 
+// validRequest is Acquire's check of a request: EINVALID or nil.
+func validRequest(req boxoffice.HoldRequest) error {
+	if err := validSeats(req.SeatIDs); err != nil {
+		return err
+	}
+	if req.TTL <= 0 {
+		return boxoffice.Errorf(boxoffice.EINVALID, "hold ttl must be positive")
+	}
+	return nil
+}
+
 func validSeats(seatIDs []string) error {
 	if len(seatIDs) == 0 {
 		return boxoffice.Errorf(boxoffice.EINVALID, "no seats given")
@@ -213,11 +251,8 @@ func fenceValue(owner string, fence int64) string {
 // that is not positive; ESEATTAKEN listing the seats held by other owners;
 // EUNAVAILABLE when Redis fails or does not answer within Timeout.
 func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffice.Hold, error) {
-	if err := validSeats(req.SeatIDs); err != nil {
+	if err := validRequest(req); err != nil {
 		return boxoffice.Hold{}, err
-	}
-	if req.TTL <= 0 {
-		return boxoffice.Hold{}, boxoffice.Errorf(boxoffice.EINVALID, "hold ttl must be positive")
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, h.timeout())
@@ -225,10 +260,7 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 
 	groups := h.groups(req.EventID, req.SeatIDs, true)
 	owner := req.Owner.String()
-	supersede := ""
-	if req.Supersede != 0 {
-		supersede = req.Supersede.String()
-	}
+	supersede := superseded(req)
 	ttl := millis(req.TTL)
 	expires := time.Now().Add(req.TTL)
 
@@ -245,11 +277,7 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 		if err == nil && reply[0] == 0 {
 			h.giveBack(parent, undoGrants(owner, grants, 0))
 			taken := make(map[string]bool)
-			for _, j := range reply[1:] {
-				if j >= 1 && int(j) <= len(g.seats) {
-					taken[g.seats[j-1]] = true
-				}
-			}
+			g.mark(reply[1:], taken)
 			h.takenIn(ctx, owner, supersede, groups[i+1:], taken)
 			return boxoffice.Hold{}, seatsTaken(req.SeatIDs, taken, "")
 		}
@@ -274,13 +302,163 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 			return boxoffice.Hold{}, err
 		}
 	}
+	return granted(req, fence, expires), nil
+}
+
+// superseded is the script argument for req.Supersede: "" for none.
+func superseded(req boxoffice.HoldRequest) string {
+	if req.Supersede == 0 {
+		return ""
+	}
+	return req.Supersede.String()
+}
+
+func granted(req boxoffice.HoldRequest, fence int64, expires time.Time) boxoffice.Hold {
 	return boxoffice.Hold{
 		EventID:   req.EventID,
 		SeatIDs:   slices.Clone(req.SeatIDs),
 		Owner:     req.Owner,
 		Fence:     fence,
 		ExpiresAt: expires,
-	}, nil
+	}
+}
+
+// mark adds to seats the seats of g at the 1-based indexes idx of a script
+// reply.
+func (g *group) mark(idx []int64, seats map[string]bool) {
+	for _, j := range idx {
+		if j >= 1 && int(j) <= len(g.seats) {
+			seats[g.seats[j-1]] = true
+		}
+	}
+}
+
+// AcquireMany decides reqs as if Acquire were called for each in turn, in
+// one round trip for the requests within one section each (see Batches in
+// the package comment). The whole batch is bounded by Timeout, plus one
+// more if a hold over several sections has to be given back.
+func (h *Holds) AcquireMany(ctx context.Context, reqs []boxoffice.HoldRequest) ([]boxoffice.Hold, []error) {
+	holds := make([]boxoffice.Hold, len(reqs))
+	errs := make([]error, len(reqs))
+	ctx, cancel := context.WithTimeout(ctx, h.timeout())
+	defer cancel()
+	var wave []batched
+	for i, req := range reqs {
+		if errs[i] = validRequest(req); errs[i] != nil {
+			continue
+		}
+		groups := h.groups(req.EventID, req.SeatIDs, true)
+		if len(groups) > 1 {
+			h.acquireWave(ctx, reqs, wave, holds, errs)
+			wave = wave[:0]
+			if err := ctx.Err(); err != nil {
+				// Acquire would only spend a Timeout giving back what it
+				// could not take.
+				errs[i] = boxoffice.Unavailable("the seat hold store", err)
+				continue
+			}
+			holds[i], errs[i] = h.Acquire(ctx, req)
+			continue
+		}
+		wave = append(wave, batched{i: i, g: groups[0]})
+	}
+	h.acquireWave(ctx, reqs, wave, holds, errs)
+	return holds, errs
+}
+
+// batched is a request of a batch within one section: reqs[i], seats g.
+type batched struct {
+	i int
+	g *group
+}
+
+// acquireWave decides the requests of wave, each within one section, in
+// order: one acquireMany script per section and chunk, all in one DoMulti.
+// It sets their holds and errs.
+func (h *Holds) acquireWave(ctx context.Context, reqs []boxoffice.HoldRequest, wave []batched, holds []boxoffice.Hold, errs []error) {
+	if len(wave) == 0 {
+		return
+	}
+	bySlot := make(map[string][]batched)
+	var slots []string
+	for _, b := range wave {
+		if _, ok := bySlot[b.g.counter]; !ok {
+			slots = append(slots, b.g.counter)
+		}
+		bySlot[b.g.counter] = append(bySlot[b.g.counter], b)
+	}
+	var calls [][]batched
+	chunked := false
+	for _, slot := range slots {
+		all := bySlot[slot]
+		from, seats := 0, 0
+		for j, b := range all {
+			if j > from && (j-from == batchChunk || seats+len(b.g.keys) > mgetChunk) {
+				calls = append(calls, all[from:j])
+				from, seats, chunked = j, 0, true
+			}
+			seats += len(b.g.keys)
+		}
+		calls = append(calls, all[from:])
+	}
+
+	execs := make([]rueidis.LuaExec, len(calls))
+	for c, call := range calls {
+		keys := []string{call[0].g.counter}
+		args := make([]string, 0, 4*len(call))
+		for _, b := range call {
+			req := reqs[b.i]
+			keys = append(keys, b.g.keys...)
+			args = append(args, strconv.Itoa(len(b.g.keys)), req.Owner.String(), millis(req.TTL), superseded(req))
+		}
+		execs[c] = rueidis.LuaExec{Keys: keys, Args: args}
+	}
+	run := acquireManyScript.execMulti
+	if chunked {
+		// A slot's scripts must run in order (see Batches).
+		run = acquireManyScript.evalMulti
+	}
+	now := time.Now()
+	for c, r := range run(ctx, h.client, execs) {
+		replies, err := parseMany(r, len(calls[c]))
+		for j, b := range calls[c] {
+			req := reqs[b.i]
+			switch {
+			case err != nil:
+				errs[b.i] = boxoffice.Unavailable("the seat hold store", err)
+			case replies[j][0] == 1:
+				holds[b.i] = granted(req, replies[j][1], now.Add(req.TTL))
+			default:
+				taken := make(map[string]bool)
+				b.g.mark(replies[j][1:], taken)
+				errs[b.i] = seatsTaken(req.SeatIDs, taken, "")
+			}
+		}
+	}
+}
+
+// parseMany checks an acquireMany reply for n requests: {1, fence} or
+// {0, i...} each.
+func parseMany(r rueidis.RedisResult, n int) ([][]int64, error) {
+	msgs, err := r.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) != n {
+		return nil, errBadReply
+	}
+	out := make([][]int64, n)
+	for i := range msgs {
+		reply, err := msgs[i].AsIntSlice()
+		if err != nil {
+			return nil, err
+		}
+		if !(len(reply) == 2 && reply[0] == 1 || len(reply) >= 2 && reply[0] == 0) {
+			return nil, errBadReply
+		}
+		out[i] = reply
+	}
+	return out, nil
 }
 
 // grant is what the acquire script did in one section: the fence it gave,
@@ -347,11 +525,7 @@ func (h *Holds) promote(ctx, parent context.Context, owner string, grants []gran
 			failed = err
 			continue
 		}
-		for _, k := range reply[1:] {
-			if k >= 1 && int(k) <= len(which[j].seats) {
-				lost[which[j].seats[k-1]] = true
-			}
-		}
+		which[j].mark(reply[1:], lost)
 	}
 	if failed == nil && len(lost) == 0 {
 		return nil

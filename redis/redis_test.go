@@ -61,6 +61,7 @@ func eachServer(t *testing.T, test func(t *testing.T, client rueidis.Client)) {
 func TestCrossSection(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client) {
 		t.Run("FenceAboveEverySectionsCounter", func(t *testing.T) { testCrossFence(t, client) })
+		t.Run("BatchFencesRaiseTheCounter", func(t *testing.T) { testBatchCounter(t, client) })
 		t.Run("ConflictGivesBackEverySection", func(t *testing.T) { testCrossConflict(t, client) })
 		t.Run("FailedRetryKeepsEarlierHold", func(t *testing.T) { testCrossFailedRetry(t, client) })
 		t.Run("Storm", func(t *testing.T) { testCrossStorm(t, client) })
@@ -149,6 +150,36 @@ func testCrossFence(t *testing.T, client rueidis.Client) {
 				}
 			}
 		})
+	}
+}
+
+// A batch's grants take fences above the section's counter, whatever the
+// clock says, and leave the counter at the last of them: a later hold
+// goes above every fence of the batch.
+func testBatchCounter(t *testing.T, client rueidis.Client) {
+	ctx := context.Background()
+	h := NewHolds(client, newPrefix(t, client))
+	event := newID()
+	far := time.Now().Add(24 * time.Hour).UnixMicro()
+	setCounter(t, h, event, "A", far)
+	var reqs []boxoffice.HoldRequest
+	for i := range 5 {
+		reqs = append(reqs, boxoffice.HoldRequest{EventID: event, SeatIDs: []string{fmt.Sprintf("A-A-%d", i+1)}, Owner: newID(), TTL: time.Minute})
+	}
+	holds, errs := h.AcquireMany(ctx, reqs)
+	last := far
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if holds[i].Fence <= last {
+			t.Fatalf("request %d: fence %d, want above %d", i, holds[i].Fence, last)
+		}
+		last = holds[i].Fence
+	}
+	next := mustAcquire(t, h, event, []string{"A-A-9"}, newID(), time.Minute)
+	if next.Fence <= last {
+		t.Errorf("a hold after the batch got fence %d, want above the batch's last %d", next.Fence, last)
 	}
 }
 

@@ -74,6 +74,55 @@ reply[2] = fence
 return reply
 `
 
+// acquireManyLua decides, in order, a batch of requests whose seats are all
+// in one section: each as acquireLua without a floor, seeing the grants of
+// the ones before it. KEYS[1] is the section's fence counter, then the
+// seats of each request in turn (repeats within a request dropped); ARGV is
+// four per request: its number of seats, owner, ttl in ms and superseded
+// owner (empty for none). Each grant gets its own fence, the largest of
+// counter+1 and the server clock in microseconds, so they increase through
+// the batch. Reply: one entry per request, {1, fence} for a grant, or
+// {0, i...} with the 1-based indexes (within the request) of the seats held
+// by someone else, the request having written nothing.
+const acquireManyLua = `
+local now = redis.call('TIME')
+local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
+local last = tonumber(redis.call('GET', KEYS[1]) or '0')
+local granted = false
+local reply = {}
+local k = 1
+for a = 1, #ARGV, 4 do
+  local n = tonumber(ARGV[a])
+  local mine = ARGV[a + 1] .. ':'
+  local sup = ''
+  if ARGV[a + 3] ~= '' then sup = ARGV[a + 3] .. ':' end
+  local taken = {0}
+  for i = 1, n do
+    local v = redis.call('GET', KEYS[k + i])
+    if v and string.sub(v, 1, #mine) ~= mine and (sup == '' or string.sub(v, 1, #sup) ~= sup) then
+      taken[#taken + 1] = i
+    end
+  end
+  if #taken > 1 then
+    reply[#reply + 1] = taken
+  else
+    local fence = last + 1
+    if clock > fence then fence = clock end
+    last, granted = fence, true
+    local value = mine .. string.format('%d', fence)
+    for i = 1, n do
+      redis.call('SET', KEYS[k + i], value, 'PX', ARGV[a + 2])
+    end
+    reply[#reply + 1] = {1, fence}
+  end
+  k = k + n
+end
+if granted then
+  redis.call('SET', KEYS[1], string.format('%d', last))
+end
+return reply
+`
+
 // promoteLua moves one group of a cross-section hold from the fence it got
 // in acquireLua (ARGV[2]) to the hold's final fence (ARGV[3]), keeping each
 // seat's expiry, and raises the group's counter to at least the final fence.
@@ -155,6 +204,7 @@ return 0
 
 var (
 	acquireScript      = newScript(acquireLua)
+	acquireManyScript  = newScript(acquireManyLua)
 	promoteScript      = newScript(promoteLua)
 	releaseScript      = newScript(releaseLua)
 	undoScript         = newScript(undoLua)
@@ -204,11 +254,27 @@ func (s *script) execMulti(ctx context.Context, c rueidis.Client, execs []rueidi
 	}
 	cmds = make(rueidis.Commands, len(again))
 	for j, i := range again {
-		e := execs[i]
-		cmds[j] = c.B().Eval().Script(s.src).Numkeys(int64(len(e.Keys))).Key(e.Keys...).Arg(e.Args...).Build()
+		cmds[j] = s.eval(c, execs[i])
 	}
 	for j, r := range c.DoMulti(ctx, cmds...) {
 		res[again[j]] = r
 	}
 	return res
+}
+
+// evalMulti is execMulti by EVAL, which sends the source every time but
+// cannot meet NOSCRIPT: for execs that must run in slice order on their
+// node. execMulti's second round would run the ones that met NOSCRIPT after
+// later ones that did not (another client's EVAL can load the script in
+// between).
+func (s *script) evalMulti(ctx context.Context, c rueidis.Client, execs []rueidis.LuaExec) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(execs))
+	for i, e := range execs {
+		cmds[i] = s.eval(c, e)
+	}
+	return c.DoMulti(ctx, cmds...)
+}
+
+func (s *script) eval(c rueidis.Client, e rueidis.LuaExec) rueidis.Completed {
+	return c.B().Eval().Script(s.src).Numkeys(int64(len(e.Keys))).Key(e.Keys...).Arg(e.Args...).Build()
 }
