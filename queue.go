@@ -129,6 +129,11 @@ type QueueState interface {
 	// already has one or is still waiting for the draw. It frees the
 	// user's live slot and counts the request as served.
 	Finish(ctx context.Context, r *QueuedRequest, o QueueOutcome) (first bool, err error)
+	// FinishMany is Finish for a batch (rs[i] gets os[i]; first[i] is
+	// Finish's answer), in one round trip per store instead of one per
+	// request: the queue drain's announcement. An error may leave part of
+	// the batch finished; finishing again is harmless.
+	FinishMany(ctx context.Context, rs []*QueuedRequest, os []QueueOutcome) (first []bool, err error)
 	// Open gives the event's pre-queue its positions, a random permutation
 	// (shuffle) following any position already given, and returns the
 	// requests in position order, for the caller to append to the log. It

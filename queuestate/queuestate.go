@@ -193,38 +193,93 @@ func entryOf(rec boxoffice.QueueRecord) *boxoffice.QueueEntry {
 // journal's first outcome is the one that counts, also when a redelivery
 // decided differently; a request still waiting for the draw gets none.
 func (s *State) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
-	if !o.Status.Final() {
-		return false, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
-	}
-	e, err := s.cache.Entry(ctx, r.ID)
-	switch {
-	case err == nil && e.Status != boxoffice.QueueQueued:
-		return false, nil
-	case err == nil:
-		r = e.Request
-	case boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND:
-		return false, err
-	case r.Position == 0:
-		return false, nil // unknown and not drawn: nothing to decide
-	default:
-		// The cache does not know it. Decided before (on record)? Then
-		// there is nothing to do. If the cache may have lost it, decide
-		// after the rebuild (the worker's batch fails and comes again).
-		// If the cache is whole (a request whose admission answered 503
-		// yet reached the log, or one past the cache's TTL), its outcome
-		// goes on record all the same.
-		rec, err := s.missing(ctx, r.ID)
-		if err != nil || rec != nil {
-			return false, err
-		}
-		_, err = s.journal.RecordQueueOutcomes(ctx, []boxoffice.QueueRecord{recordOf(r, o)})
-		return err == nil, err
-	}
-	stored, err := s.journal.RecordQueueOutcomes(ctx, []boxoffice.QueueRecord{recordOf(r, o)})
+	first, err := s.FinishMany(ctx, []*boxoffice.QueuedRequest{r}, []boxoffice.QueueOutcome{o})
 	if err != nil {
 		return false, err
 	}
-	return s.cache.Finish(ctx, r, stored[0].QueueOutcome)
+	return first[0], nil
+}
+
+// FinishMany is Finish for a batch: the cache's entries read at once (one
+// pipelined round trip), the journal written in one statement, the cache
+// finished in one more round trip.
+func (s *State) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, os []boxoffice.QueueOutcome) ([]bool, error) {
+	if len(rs) != len(os) {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "%d outcomes for %d requests", len(os), len(rs))
+	}
+	for _, o := range os {
+		if !o.Status.Final() {
+			return nil, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
+		}
+	}
+	entries := make([]*boxoffice.QueueEntry, len(rs))
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() { entries[i], errs[i] = s.cache.Entry(ctx, r.ID) })
+	}
+	wg.Wait()
+
+	first := make([]bool, len(rs))
+	var (
+		recs    []boxoffice.QueueRecord
+		of      []int // recs[k] is rs[of[k]]'s
+		cached  []int // indexes in recs of those the cache has too
+		journal []int // indexes in recs of those only the journal will have
+	)
+	for i, r := range rs {
+		switch e, err := entries[i], errs[i]; {
+		case err == nil && e.Status != boxoffice.QueueQueued:
+			continue
+		case err == nil:
+			cached = append(cached, len(recs))
+			recs, of = append(recs, recordOf(e.Request, os[i])), append(of, i)
+		case boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND:
+			return nil, err
+		case r.Position == 0:
+			continue // unknown and not drawn: nothing to decide
+		default:
+			// The cache does not know it. Decided before (on record)? Then
+			// there is nothing to do. If the cache may have lost it, decide
+			// after the rebuild (the worker's batch fails and comes again).
+			// If the cache is whole (a request whose admission answered 503
+			// yet reached the log, or one past the cache's TTL), its outcome
+			// goes on record all the same.
+			rec, err := s.missing(ctx, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			if rec == nil {
+				journal = append(journal, len(recs))
+				recs, of = append(recs, recordOf(r, os[i])), append(of, i)
+			}
+		}
+	}
+	if len(recs) == 0 {
+		return first, nil
+	}
+	stored, err := s.journal.RecordQueueOutcomes(ctx, recs)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range journal {
+		first[of[k]] = true
+	}
+	if len(cached) == 0 {
+		return first, nil
+	}
+	crs, cos := make([]*boxoffice.QueuedRequest, len(cached)), make([]boxoffice.QueueOutcome, len(cached))
+	for j, k := range cached {
+		crs[j], cos[j] = entries[of[k]].Request, stored[k].QueueOutcome
+	}
+	done, err := s.cache.FinishMany(ctx, crs, cos)
+	if err != nil {
+		return nil, err
+	}
+	for j, k := range cached {
+		first[of[k]] = done[j]
+	}
+	return first, nil
 }
 
 func recordOf(r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) boxoffice.QueueRecord {

@@ -37,6 +37,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"RetryReturnsSameEntry", testReplay},
 		{"OneLiveEntryPerUser", testMaxLive},
 		{"FinishOnce", testFinishOnce},
+		{"FinishManyAsOneByOne", testFinishMany},
 		{"UnknownRequest", testUnknown},
 		{"PreQueueDrawnAtOpening", testPreQueue},
 		{"LogDeliversEveryRequest", testLogDelivers},
@@ -206,6 +207,59 @@ func testFinishOnce(t *testing.T, h Harness) {
 	}
 	if _, err := h.State.Finish(ctx, r, boxoffice.QueueOutcome{Status: boxoffice.QueueQueued}); code(err) != boxoffice.EINVALID {
 		t.Errorf("a non-final outcome: %v, want EINVALID", err)
+	}
+}
+
+// testFinishMany: a batch's outcomes are recorded as Finish would one by
+// one: a request finished before, or twice in the batch, keeps its first
+// outcome; the served count and the live slots follow.
+func testFinishMany(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	var rs []*boxoffice.QueuedRequest
+	for i := range 4 {
+		r := Request(ev, fmt.Sprintf("fan-%d", i), fmt.Sprintf("A-A-%d", i+1))
+		admit(t, h, r, false)
+		rs = append(rs, r)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	rejected := boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, Message: "taken", FinishedAt: now}
+	if _, err := h.State.Finish(ctx, rs[1], rejected); err != nil {
+		t.Fatal(err)
+	}
+	held := boxoffice.QueueOutcome{Status: boxoffice.QueueHeld, BookingID: rs[0].ID, HeldUntil: now.Add(time.Minute), FinishedAt: now}
+	batch := []*boxoffice.QueuedRequest{rs[0], rs[1], rs[2], rs[0]}
+	outs := []boxoffice.QueueOutcome{held, held, rejected, rejected}
+	first, err := h.State.FinishMany(ctx, batch, outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, false, true, false}; !slices.Equal(first, want) {
+		t.Errorf("FinishMany reported first %v, want %v", first, want)
+	}
+	for i, want := range []boxoffice.QueueStatus{boxoffice.QueueHeld, boxoffice.QueueRejected, boxoffice.QueueRejected, boxoffice.QueueQueued} {
+		e, err := h.State.Entry(ctx, rs[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status != want {
+			t.Errorf("request %d: %s, want %s", i, e.Status, want)
+		}
+	}
+	if p, _ := h.State.Progress(ctx, ev); p.Served != 3 {
+		t.Errorf("served %d, want 3", p.Served)
+	}
+	// Finished requests free their users' slots; the unfinished one not.
+	if _, _, err := h.State.Admit(ctx, Request(ev, "fan-2"), 1, false); err != nil {
+		t.Errorf("fan-2 after its outcome: %v", err)
+	}
+	if _, _, err := h.State.Admit(ctx, Request(ev, "fan-3"), 1, false); code(err) != boxoffice.ECONFLICT {
+		t.Errorf("fan-3 still queued: %v, want ECONFLICT", err)
+	}
+	if _, err := h.State.FinishMany(ctx, rs[3:], []boxoffice.QueueOutcome{{Status: boxoffice.QueueQueued}}); code(err) != boxoffice.EINVALID {
+		t.Errorf("a non-final outcome: %v, want EINVALID", err)
+	}
+	if first, err := h.State.FinishMany(ctx, nil, nil); err != nil || len(first) != 0 {
+		t.Errorf("an empty batch: %v, %v", first, err)
 	}
 }
 

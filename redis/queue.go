@@ -296,24 +296,50 @@ func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.Que
 // log delivered it), so Finish is one script call, not a look-up by id
 // first; the script checks that the entry there is this request's.
 func (q *QueueState) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
-	if !o.Status.Final() {
-		return false, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
+	first, err := q.FinishMany(ctx, []*boxoffice.QueuedRequest{r}, []boxoffice.QueueOutcome{o})
+	if err != nil {
+		return false, err
+	}
+	return first[0], nil
+}
+
+// FinishMany is Finish for a batch: one finish script per request, all in
+// one pipelined round trip (on a cluster, one per node, in parallel).
+func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, os []boxoffice.QueueOutcome) ([]bool, error) {
+	if len(rs) != len(os) {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "%d outcomes for %d requests", len(os), len(rs))
+	}
+	execs := make([]rueidis.LuaExec, len(rs))
+	for i, r := range rs {
+		o := os[i]
+		if !o.Status.Final() {
+			return nil, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
+		}
+		var held int64
+		if !o.HeldUntil.IsZero() {
+			held = o.HeldUntil.UnixMilli()
+		}
+		slot := q.slot(r.EventID)
+		execs[i] = rueidis.LuaExec{
+			Keys: []string{q.entryKey(r.EventID, r.UserID, r.IdempotencyKey), slot + "n", slot + "live:" + r.UserID},
+			Args: []string{string(o.Status), o.Reason, o.Message, o.BookingID.String(), strconv.FormatInt(held, 10),
+				strconv.FormatInt(o.FinishedAt.UnixMilli(), 10), r.ID.String()},
+		}
+	}
+	first := make([]bool, len(rs))
+	if len(rs) == 0 {
+		return first, nil
 	}
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	var held int64
-	if !o.HeldUntil.IsZero() {
-		held = o.HeldUntil.UnixMilli()
+	for i, res := range finishScript.execMulti(ctx, q.client, execs) {
+		n, err := res.AsInt64()
+		if err != nil {
+			return nil, boxoffice.Unavailable("the queue state", err)
+		}
+		first[i] = n == 1
 	}
-	slot := q.slot(r.EventID)
-	keys := []string{q.entryKey(r.EventID, r.UserID, r.IdempotencyKey), slot + "n", slot + "live:" + r.UserID}
-	n, err := finishScript.exec(ctx, q.client, keys,
-		[]string{string(o.Status), o.Reason, o.Message, o.BookingID.String(), strconv.FormatInt(held, 10),
-			strconv.FormatInt(o.FinishedAt.UnixMilli(), 10), r.ID.String()}).AsInt64()
-	if err != nil {
-		return false, boxoffice.Unavailable("the queue state", err)
-	}
-	return n == 1, nil
+	return first, nil
 }
 
 // Open draws the pre-queue's positions; see boxoffice.QueueState.

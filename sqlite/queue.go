@@ -202,34 +202,60 @@ func (q *Queue) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEnt
 
 // Finish records the outcome of a queued request once.
 func (q *Queue) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
-	if !o.Status.Final() {
-		return false, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
+	first, err := q.FinishMany(ctx, []*boxoffice.QueuedRequest{r}, []boxoffice.QueueOutcome{o})
+	if err != nil {
+		return false, err
 	}
-	var first bool
+	return first[0], nil
+}
+
+// FinishMany records a batch of outcomes in one transaction.
+func (q *Queue) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, os []boxoffice.QueueOutcome) ([]bool, error) {
+	if len(rs) != len(os) {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "%d outcomes for %d requests", len(os), len(rs))
+	}
+	for _, o := range os {
+		if !o.Status.Final() {
+			return nil, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
+		}
+	}
+	first := make([]bool, len(rs))
+	if len(rs) == 0 {
+		return first, nil
+	}
 	err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-		var booking, held any
-		if o.BookingID != 0 {
-			booking = int64(o.BookingID)
+		clear(first)
+		for i, r := range rs {
+			o := os[i]
+			var booking, held any
+			if o.BookingID != 0 {
+				booking = int64(o.BookingID)
+			}
+			if !o.HeldUntil.IsZero() {
+				held = millis(o.HeldUntil)
+			}
+			var eventID boxoffice.ID
+			err := tx.QueryRowContext(ctx, `UPDATE queue_requests
+				SET status = ?, reason = ?, message = ?, booking_id = ?, held_until = ?, finished_at = ?
+				WHERE id = ? AND status = 'queued' RETURNING event_id`,
+				string(o.Status), o.Reason, o.Message, booking, held, millis(o.FinishedAt), r.ID).Scan(&eventID)
+			if err == sql.ErrNoRows {
+				continue // already finished, or never queued
+			}
+			if err != nil {
+				return err
+			}
+			first[i] = true
+			if _, err := tx.ExecContext(ctx, `UPDATE queue_events SET served = served + 1 WHERE event_id = ?`, eventID); err != nil {
+				return err
+			}
 		}
-		if !o.HeldUntil.IsZero() {
-			held = millis(o.HeldUntil)
-		}
-		var eventID boxoffice.ID
-		err := tx.QueryRowContext(ctx, `UPDATE queue_requests
-			SET status = ?, reason = ?, message = ?, booking_id = ?, held_until = ?, finished_at = ?
-			WHERE id = ? AND status = 'queued' RETURNING event_id`,
-			string(o.Status), o.Reason, o.Message, booking, held, millis(o.FinishedAt), r.ID).Scan(&eventID)
-		if err == sql.ErrNoRows {
-			return nil // already finished, or never queued
-		}
-		if err != nil {
-			return err
-		}
-		first = true
-		_, err = tx.ExecContext(ctx, `UPDATE queue_events SET served = served + 1 WHERE event_id = ?`, eventID)
-		return err
+		return nil
 	})
-	return first, translate(err, "database")
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	return first, nil
 }
 
 // Open gives the pre-queue its positions, in the order shuffle leaves it.
