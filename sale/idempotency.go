@@ -19,6 +19,11 @@ func (s *Service) replay(ctx context.Context, userID, key, hash string, out any)
 	if err != nil {
 		return err
 	}
+	return s.replayRecord(rec, hash, out)
+}
+
+// replayRecord is replay's reading of a record found.
+func (s *Service) replayRecord(rec *boxoffice.IdempotencyRecord, hash string, out any) error {
 	if !rec.ExpiresAt.After(s.now()) {
 		return errNoRecord // expired and not yet purged: the key is free again
 	}

@@ -165,21 +165,10 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req 
 		return nil, err
 	}
 	if listing == nil {
-		for _, seat := range req.SeatIDs {
-			st, _ := l.Seat(seat)
-			amount += st.PriceCents
-		}
+		amount = s.seatsAmount(l, req.SeatIDs)
 	}
-	now := s.now()
-	b := &boxoffice.Booking{
-		ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Status: boxoffice.BookingPending,
-		Fence: hold.Fence, AmountCents: amount, HeldUntil: start.Add(s.cfg.HoldTTL), CreatedAt: now, UpdatedAt: now,
-		ListingID: listingID,
-	}
-	res = ReserveResult{BookingID: id, HeldUntil: b.HeldUntil, PaymentURL: PaymentURL(id)}
-	if req.Best != nil {
-		res.SeatIDs = req.SeatIDs
-	}
+	b, resp := s.newBooking(l, u.ID, hold, start, req.Best != nil, amount, listingID)
+	res = *resp
 	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusCreated, &res)
 	if err != nil {
 		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
@@ -201,6 +190,33 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req 
 		return nil, err
 	}
 	return &res, nil
+}
+
+// seatsAmount is what the seats cost at their sections' prices.
+func (s *Service) seatsAmount(l *Layout, seats []string) int64 {
+	var amount int64
+	for _, seat := range seats {
+		st, _ := l.Seat(seat)
+		amount += st.PriceCents
+	}
+	return amount
+}
+
+// newBooking is the pending booking of a granted hold (its owner is the
+// booking's id) asked for at start, and the answer to its reserve; best
+// says the seats were picked for the buyer, who is then told which.
+func (s *Service) newBooking(l *Layout, userID string, hold boxoffice.Hold, start time.Time, best bool, amount int64, listingID boxoffice.ID) (*boxoffice.Booking, *ReserveResult) {
+	now := s.now()
+	b := &boxoffice.Booking{
+		ID: hold.Owner, EventID: l.Event.ID, UserID: userID, SeatIDs: hold.SeatIDs, Status: boxoffice.BookingPending,
+		Fence: hold.Fence, AmountCents: amount, HeldUntil: start.Add(s.cfg.HoldTTL), CreatedAt: now, UpdatedAt: now,
+		ListingID: listingID,
+	}
+	res := &ReserveResult{BookingID: b.ID, HeldUntil: b.HeldUntil, PaymentURL: PaymentURL(b.ID)}
+	if best {
+		res.SeatIDs = b.SeatIDs
+	}
+	return b, res
 }
 
 // releaseHold gives seats back to the lock layer on a failed path. A failure

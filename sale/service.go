@@ -50,9 +50,6 @@ type Config struct {
 	// MaxLivePerUser is how many queued requests one user may have waiting
 	// for an event at once (default 1).
 	MaxLivePerUser int
-	// WorkerParallelism is how many requests of a batch a worker serves at
-	// once (default 16).
-	WorkerParallelism int
 	// HandoverGrace is how much longer than its booking a hold lasts in the
 	// lock layer (default 30s). Seats that come back (a hold that ran out,
 	// a release) stay held under the old booking for that long, so the
@@ -97,9 +94,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxLivePerUser <= 0 {
 		c.MaxLivePerUser = 1
-	}
-	if c.WorkerParallelism <= 0 {
-		c.WorkerParallelism = 16
 	}
 	if c.HandoverGrace <= 0 {
 		c.HandoverGrace = 30 * time.Second

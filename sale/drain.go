@@ -1,0 +1,360 @@
+package sale
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// ServeBatch is the booking worker's handler for a batch of the request
+// log. It decides the whole batch at once, in queue order, with a fixed
+// number of round trips whatever its size:
+//
+//  1. the requests' entries (one pipelined read): a request with an
+//     outcome (a redelivery) or still waiting for the draw is skipped;
+//  2. the requests are checked against their events (in memory), their
+//     in-flight leases taken and their idempotency records read (one read
+//     for the batch): a request a previous delivery booked gets that
+//     booking back, and nothing else happens to it;
+//  3. the holds, in queue order, each all-or-nothing: one script call per
+//     lock-store slot for the whole batch (Holds.AcquireMany); a
+//     best-available request is held on its own at its place in the order,
+//     since its seats are picked when it runs;
+//  4. the winners' bookings, seats, idempotency records and outbox rows
+//     in one transaction (Store.CreateBookings); a refused seat costs no
+//     database work;
+//  5. the outcomes recorded and announced (QueueState.FinishMany, one
+//     round trip), then the live channel told.
+//
+// A request whose outcome could not be decided (the lock store or the
+// database unavailable, its lease held by another worker) fails the batch,
+// which the log then delivers again; the requests decided meanwhile are
+// skipped then. Redelivery is harmless at every step: a request holds as
+// its own booking (its id), so a second delivery re-takes its own seats
+// and finds its booking by its idempotency record.
+func (s *Service) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
+	ps := s.undecided(ctx, drainOrder(batch))
+	defer each(ps, func(p *queued) {
+		if p.release != nil {
+			p.release()
+		}
+	})
+	s.checkQueued(ctx, ps)
+	s.replayQueued(ctx, ps)
+	s.holdQueued(ctx, ps)
+	s.bookQueued(ctx, ps)
+	return s.finishQueued(ctx, ps)
+}
+
+// queued is one request of a batch on its way through ServeBatch. Exactly
+// one of out and err ends up set for a request that was looked at: out is
+// its outcome, err says why it is left for another delivery.
+type queued struct {
+	r       *boxoffice.QueuedRequest
+	l       *Layout
+	req     ReserveRequest
+	hash    string
+	release func()    // the in-flight lease
+	start   time.Time // when its hold was asked for, for HeldUntil
+	hold    boxoffice.Hold
+	held    bool
+	out     *boxoffice.QueueOutcome
+	err     error
+}
+
+func (p *queued) open() bool { return p.out == nil && p.err == nil }
+
+func (p *queued) reject(err error, s *Service) {
+	p.out = &boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ErrorCode(err),
+		Message: boxoffice.ErrorMessage(err), FinishedAt: s.now()}
+}
+
+func (p *queued) grant(res *ReserveResult, s *Service) {
+	p.out = &boxoffice.QueueOutcome{Status: boxoffice.QueueHeld, BookingID: res.BookingID, HeldUntil: res.HeldUntil,
+		FinishedAt: s.now()}
+}
+
+// fail records err as the request's answer: its outcome if it is one, else
+// a reason to leave it for another delivery.
+func (p *queued) fail(err error, s *Service) {
+	if retryable(err) {
+		p.err = err
+		return
+	}
+	p.reject(err, s)
+}
+
+// drainOrder sorts a batch by event and position and drops what is not to
+// be served: a request parked in the pre-queue (its drawn copy comes later
+// in the log) and a second copy of a request.
+func drainOrder(batch []*boxoffice.QueuedRequest) []*boxoffice.QueuedRequest {
+	out := make([]*boxoffice.QueuedRequest, 0, len(batch))
+	seen := make(map[boxoffice.ID]bool, len(batch))
+	for _, r := range batch {
+		if r.Position != 0 && !seen[r.ID] {
+			seen[r.ID] = true
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *boxoffice.QueuedRequest) int {
+		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.Position, b.Position))
+	})
+	return out
+}
+
+// undecided reads the requests' entries at once and keeps those without an
+// outcome. An entry the state lost (ENOTFOUND) is decided all the same: the
+// record carries all the worker needs, and the booking decides.
+func (s *Service) undecided(ctx context.Context, rs []*boxoffice.QueuedRequest) []*queued {
+	ps := make([]*queued, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		ps[i] = &queued{r: r}
+		wg.Go(func() {
+			e, err := s.queue.Entry(ctx, r.ID)
+			switch {
+			case err == nil && (e.Status.Final() || e.Status == boxoffice.QueueWaiting):
+				ps[i] = nil
+			case err != nil && !isCode(err, boxoffice.ENOTFOUND):
+				ps[i].err = err
+			}
+		})
+	}
+	wg.Wait()
+	return slices.DeleteFunc(ps, func(p *queued) bool { return p == nil })
+}
+
+// checkQueued checks each request against its event as Reserve does, then
+// takes its in-flight lease (all at once): a lease another worker holds
+// (a rebalance mid-batch) leaves the request to that worker or to
+// redelivery.
+func (s *Service) checkQueued(ctx context.Context, ps []*queued) {
+	now := s.now()
+	for _, p := range ps {
+		if !p.open() {
+			continue
+		}
+		r := p.r
+		p.req = ReserveRequest{EventID: r.EventID, SeatIDs: r.SeatIDs, Best: r.Best, IdempotencyKey: r.IdempotencyKey}
+		l, hash, err := s.checkReserve(ctx, p.req)
+		switch {
+		case err != nil:
+			p.fail(err, s)
+		case hash != r.RequestHash:
+			p.reject(boxoffice.Errorf(boxoffice.EINVALID, "the queued request does not match its fingerprint"), s)
+		case !now.Before(l.Event.StartsAt):
+			p.reject(saleClosed(l.Event, now), s)
+		default:
+			p.l, p.hash = l, hash
+		}
+	}
+	each(ps, func(p *queued) {
+		if !p.open() {
+			return
+		}
+		// A worker may be killed holding it; a short lease lets the
+		// redelivery proceed soon. Past it, two live workers on one
+		// request cannot sell twice (same booking id, one insert wins);
+		// at worst the loser's hold supersedes the booking's fence and
+		// its confirm fails (EHOLDLOST).
+		p.release, p.err = s.leases.TryLease(ctx, leaseKey("reserve", p.r.UserID, p.r.IdempotencyKey), queuedLease)
+	})
+}
+
+// replayQueued reads the batch's idempotency records in one call: a request
+// a previous delivery booked (it died before recording the outcome) gets
+// its booking back and is not held again (that would give its seats a new
+// fence the booking does not know).
+func (s *Service) replayQueued(ctx context.Context, ps []*queued) {
+	var users, keys []string
+	var which []*queued
+	for _, p := range ps {
+		if p.open() {
+			users, keys, which = append(users, p.r.UserID), append(keys, p.r.IdempotencyKey), append(which, p)
+		}
+	}
+	if len(which) == 0 {
+		return
+	}
+	recs, err := s.store.Idempotencies(ctx, users, keys)
+	for i, p := range which {
+		if err != nil {
+			p.err = err
+			continue
+		}
+		if recs[i] == nil {
+			continue
+		}
+		var res ReserveResult
+		switch err := s.replayRecord(recs[i], p.hash, &res); {
+		case errors.Is(err, errNoRecord):
+		case err != nil:
+			p.fail(err, s)
+		default:
+			p.grant(&res, s)
+		}
+	}
+}
+
+// holdQueued takes the holds in queue order: runs of requests for given
+// seats in one AcquireMany, a best-available request on its own where it
+// stands.
+func (s *Service) holdQueued(ctx context.Context, ps []*queued) {
+	ttl := s.cfg.HoldTTL + s.cfg.HandoverGrace
+	var run []*queued
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		reqs := make([]boxoffice.HoldRequest, len(run))
+		start := s.now()
+		for i, p := range run {
+			p.start = start
+			reqs[i] = boxoffice.HoldRequest{EventID: p.r.EventID, SeatIDs: p.r.SeatIDs, Owner: p.r.ID, TTL: ttl}
+		}
+		holds, errs := s.holds.AcquireMany(ctx, reqs)
+		for i, p := range run {
+			if errs[i] != nil {
+				p.fail(errs[i], s)
+				continue
+			}
+			p.hold, p.held = holds[i], true
+		}
+		run = run[:0]
+	}
+	for _, p := range ps {
+		if !p.open() {
+			continue
+		}
+		if p.req.Best == nil {
+			run = append(run, p)
+			continue
+		}
+		flush()
+		p.start = s.now()
+		h, err := s.holdBest(ctx, p.l, p.req.Best, p.r.ID, ttl)
+		if err != nil {
+			p.fail(err, s)
+			continue
+		}
+		p.hold, p.held = h, true
+	}
+	flush()
+}
+
+// bookQueued writes the held requests' bookings in one transaction. A
+// refused booking gives its seats back; a batch the database could not
+// take gives every seat back and is left for another delivery.
+func (s *Service) bookQueued(ctx context.Context, ps []*queued) {
+	var (
+		nbs   []boxoffice.NewBooking
+		which []*queued
+		ress  []*ReserveResult
+	)
+	for _, p := range ps {
+		if !p.open() || !p.held {
+			continue
+		}
+		b, res := s.newBooking(p.l, p.r.UserID, p.hold, p.start, p.req.Best != nil, s.seatsAmount(p.l, p.hold.SeatIDs), 0)
+		rec, err := s.record(p.r.UserID, p.r.IdempotencyKey, p.hash, http.StatusCreated, res)
+		if err != nil {
+			p.err = err
+			continue
+		}
+		nbs = append(nbs, boxoffice.NewBooking{Booking: b, TicketLimit: p.l.Event.TicketLimit, Idempotency: rec})
+		which, ress = append(which, p), append(ress, res)
+	}
+	if len(nbs) == 0 {
+		s.releaseQueued(ctx, ps)
+		return
+	}
+	errs, err := s.store.CreateBookings(ctx, nbs)
+	for i, p := range which {
+		switch {
+		case err != nil:
+			p.err = err
+		case errs[i] == nil:
+			p.grant(ress[i], s)
+		case isCode(errs[i], boxoffice.EIDEMINFLIGHT):
+			// Another delivery of this request booked it meanwhile: its
+			// answer is ours (and its hold, the same owner's, stays).
+			var won ReserveResult
+			if rerr := s.replay(ctx, p.r.UserID, p.r.IdempotencyKey, p.hash, &won); rerr == nil {
+				p.held = won.BookingID != p.r.ID
+				p.grant(&won, s)
+			} else {
+				p.fail(errs[i], s)
+			}
+		default:
+			p.fail(errs[i], s)
+		}
+	}
+	s.releaseQueued(ctx, ps)
+}
+
+// releaseQueued gives back the holds of the requests that did not end up
+// with their booking. Best effort: a hold left behind expires by itself.
+func (s *Service) releaseQueued(ctx context.Context, ps []*queued) {
+	each(ps, func(p *queued) {
+		if p.held && (p.out == nil || p.out.Status != boxoffice.QueueHeld) {
+			s.releaseHold(ctx, p.r.EventID, p.hold.SeatIDs, p.r.ID)
+		}
+	})
+}
+
+// finishQueued records and announces the outcomes decided, and returns why
+// the others were left for another delivery.
+func (s *Service) finishQueued(ctx context.Context, ps []*queued) error {
+	var (
+		rs    []*boxoffice.QueuedRequest
+		outs  []boxoffice.QueueOutcome
+		first error
+	)
+	for _, p := range ps {
+		if p.out != nil {
+			rs, outs = append(rs, p.r), append(outs, *p.out)
+		} else if first == nil {
+			first = p.err
+		}
+	}
+	if len(rs) == 0 {
+		return first
+	}
+	firsts, err := s.queue.FinishMany(ctx, rs, outs)
+	if err != nil {
+		return err
+	}
+	if s.notifier != nil {
+		var wg sync.WaitGroup
+		for i, r := range rs {
+			if !firsts[i] {
+				continue
+			}
+			wg.Go(func() {
+				// Best effort: the stream also polls the state.
+				n := boxoffice.QueueNotice{RequestID: r.ID, EventID: r.EventID, UserID: r.UserID, Status: outs[i].Status}
+				if err := s.notifier.Notify(ctx, n); err != nil {
+					s.log.Warn("queue notice", "request", r.ID, "err", err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	return first
+}
+
+// each runs fn for every request at once: the lock store's client sends
+// concurrent calls in one pipelined round trip.
+func each(ps []*queued, fn func(p *queued)) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() { fn(p) })
+	}
+	wg.Wait()
+}
