@@ -124,6 +124,10 @@ type QueueState interface {
 	Admit(ctx context.Context, r *QueuedRequest, maxLive int, preQueue bool) (e *QueueEntry, replay bool, err error)
 	// Entry returns a request's entry, or ENOTFOUND.
 	Entry(ctx context.Context, id ID) (*QueueEntry, error)
+	// Entries returns the entries of requests as the log delivered them,
+	// in one round trip: out[i] is rs[i]'s entry, nil when there is none.
+	// It is the drain's read of a whole batch.
+	Entries(ctx context.Context, rs []*QueuedRequest) ([]*QueueEntry, error)
 	// Finish records the outcome of a queued request (as the log delivered
 	// it) once: it reports false, changing nothing, when the request
 	// already has one or is still waiting for the draw. It frees the
@@ -170,7 +174,8 @@ type QueueNotice struct {
 // embedded default, Redis pub/sub in production. Delivery is best effort;
 // the queue state stays the truth, and the live channel also polls it.
 type Notifier interface {
-	Notify(ctx context.Context, n QueueNotice) error
+	// Notify sends notices, several in one round trip.
+	Notify(ctx context.Context, ns ...QueueNotice) error
 	// Listen calls fn with every notice, from any process, until ctx ends.
 	Listen(ctx context.Context, fn func(QueueNotice)) error
 }

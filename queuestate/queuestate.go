@@ -148,27 +148,55 @@ func (s *State) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEnt
 	if boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
 		return e, err
 	}
-	rec, lerr := s.missing(ctx, id)
-	switch {
-	case lerr != nil:
+	recs, lerr := s.missing(ctx, []boxoffice.ID{id})
+	if lerr != nil {
 		return nil, lerr
-	case rec != nil:
-		return entryOf(*rec), nil
+	}
+	if rec, ok := recs[id]; ok {
+		return entryOf(rec), nil
 	}
 	return nil, err
 }
 
-// missing explains a request the cache does not know: its outcome on
-// record if it has one; else nothing when the cache is whole (it never
-// knew the request), or the cold error while it may have lost it (and a
-// rebuild starts).
-func (s *State) missing(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueRecord, error) {
-	recs, err := s.journal.QueueRecords(ctx, []boxoffice.ID{id})
+// Entries is Entry for a batch: the cache read at once, the requests it
+// does not know looked up in the journal in one query.
+func (s *State) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest) ([]*boxoffice.QueueEntry, error) {
+	out, err := s.cache.Entries(ctx, rs)
 	if err != nil {
 		return nil, err
 	}
-	if rec, ok := recs[id]; ok {
-		return &rec, nil
+	var ids []boxoffice.ID
+	for i, e := range out {
+		if e == nil {
+			ids = append(ids, rs[i].ID)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	recs, err := s.missing(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range out {
+		if rec, ok := recs[rs[i].ID]; e == nil && ok {
+			out[i] = entryOf(rec)
+		}
+	}
+	return out, nil
+}
+
+// missing explains requests the cache does not know: their outcomes on
+// record, for those that have one; the others are unknown when the cache
+// is whole (it never knew them), and the answer is the cold error while it
+// may have lost them (and a rebuild starts).
+func (s *State) missing(ctx context.Context, ids []boxoffice.ID) (map[boxoffice.ID]boxoffice.QueueRecord, error) {
+	recs, err := s.journal.QueueRecords(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == len(ids) {
+		return recs, nil
 	}
 	whole, err := s.whole(ctx)
 	if err != nil {
@@ -178,7 +206,7 @@ func (s *State) missing(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueR
 		s.startRebuild()
 		return nil, boxoffice.QueueColdError()
 	}
-	return nil, nil
+	return recs, nil
 }
 
 func entryOf(rec boxoffice.QueueRecord) *boxoffice.QueueEntry {
@@ -212,13 +240,28 @@ func (s *State) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 			return nil, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
 		}
 	}
-	entries := make([]*boxoffice.QueueEntry, len(rs))
-	errs := make([]error, len(rs))
-	var wg sync.WaitGroup
-	for i, r := range rs {
-		wg.Go(func() { entries[i], errs[i] = s.cache.Entry(ctx, r.ID) })
+	entries, err := s.cache.Entries(ctx, rs)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
+	// The requests the cache does not know: decided before (on record)?
+	// Then there is nothing to do. If the cache may have lost them, decide
+	// after the rebuild (the worker's batch fails and comes again). If the
+	// cache is whole (a request whose admission answered 503 yet reached
+	// the log, or one past the cache's TTL), its outcome goes on record all
+	// the same. One not drawn yet (position 0) has nothing to decide.
+	var unknown []boxoffice.ID
+	for i, e := range entries {
+		if e == nil && rs[i].Position != 0 {
+			unknown = append(unknown, rs[i].ID)
+		}
+	}
+	var onRecord map[boxoffice.ID]boxoffice.QueueRecord
+	if len(unknown) > 0 {
+		if onRecord, err = s.missing(ctx, unknown); err != nil {
+			return nil, err
+		}
+	}
 
 	first := make([]bool, len(rs))
 	var (
@@ -228,31 +271,16 @@ func (s *State) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 		journal []int // indexes in recs of those only the journal will have
 	)
 	for i, r := range rs {
-		switch e, err := entries[i], errs[i]; {
-		case err == nil && e.Status != boxoffice.QueueQueued:
-			continue
-		case err == nil:
+		e := entries[i]
+		switch _, decided := onRecord[r.ID]; {
+		case e != nil && e.Status != boxoffice.QueueQueued:
+		case e != nil:
 			cached = append(cached, len(recs))
 			recs, of = append(recs, recordOf(e.Request, os[i])), append(of, i)
-		case boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND:
-			return nil, err
-		case r.Position == 0:
-			continue // unknown and not drawn: nothing to decide
+		case r.Position == 0 || decided:
 		default:
-			// The cache does not know it. Decided before (on record)? Then
-			// there is nothing to do. If the cache may have lost it, decide
-			// after the rebuild (the worker's batch fails and comes again).
-			// If the cache is whole (a request whose admission answered 503
-			// yet reached the log, or one past the cache's TTL), its outcome
-			// goes on record all the same.
-			rec, err := s.missing(ctx, r.ID)
-			if err != nil {
-				return nil, err
-			}
-			if rec == nil {
-				journal = append(journal, len(recs))
-				recs, of = append(recs, recordOf(r, os[i])), append(of, i)
-			}
+			journal = append(journal, len(recs))
+			recs, of = append(recs, recordOf(r, os[i])), append(of, i)
 		}
 	}
 	if len(recs) == 0 {

@@ -38,6 +38,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"OneLiveEntryPerUser", testMaxLive},
 		{"FinishOnce", testFinishOnce},
 		{"FinishManyAsOneByOne", testFinishMany},
+		{"EntriesAsEntry", testEntries},
 		{"UnknownRequest", testUnknown},
 		{"PreQueueDrawnAtOpening", testPreQueue},
 		{"LogDeliversEveryRequest", testLogDelivers},
@@ -260,6 +261,43 @@ func testFinishMany(t *testing.T, h Harness) {
 	}
 	if first, err := h.State.FinishMany(ctx, nil, nil); err != nil || len(first) != 0 {
 		t.Errorf("an empty batch: %v, %v", first, err)
+	}
+}
+
+// testEntries: a batch read gives each request's entry as Entry does,
+// nil for a request the state never admitted.
+func testEntries(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	a, b := Request(ev, "fan-a", "A-A-1"), Request(ev, "fan-b", "A-A-2")
+	admit(t, h, a, false)
+	admit(t, h, b, false)
+	if _, err := h.State.Finish(ctx, b, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: "X", FinishedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	stranger := Request(ev, "fan-c", "A-A-3")
+	stranger.Position = 9
+	got, err := h.State.Entries(ctx, []*boxoffice.QueuedRequest{b, stranger, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[1] != nil {
+		t.Fatalf("Entries = %v, want three with the stranger's nil", got)
+	}
+	for i, r := range []*boxoffice.QueuedRequest{b, nil, a} {
+		if r == nil {
+			continue
+		}
+		want, err := h.State.Entry(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := got[i]; g == nil || g.Request.ID != r.ID || g.Status != want.Status || g.Reason != want.Reason ||
+			g.Request.Position != want.Request.Position || !slices.Equal(g.Request.SeatIDs, want.Request.SeatIDs) {
+			t.Errorf("entry %d: %+v, Entry says %+v", i, g, want)
+		}
+	}
+	if got, err := h.State.Entries(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("no requests: %v, %v", got, err)
 	}
 }
 

@@ -266,8 +266,13 @@ func decodeEntry(m map[string]string) (*boxoffice.QueueEntry, error) {
 	if err := json.Unmarshal([]byte(m["req"]), &r); err != nil {
 		return nil, &boxoffice.Error{Code: boxoffice.EINTERNAL, Message: "queue entry is unreadable", Err: err}
 	}
+	return decodeState(m, &r), nil
+}
+
+// decodeState reads an entry's state fields around its request r.
+func decodeState(m map[string]string, r *boxoffice.QueuedRequest) *boxoffice.QueueEntry {
 	r.Position, _ = strconv.ParseInt(m["pos"], 10, 64)
-	e := &boxoffice.QueueEntry{Request: &r, Status: boxoffice.QueueStatus(m["status"]), Reason: m["reason"], Message: m["message"]}
+	e := &boxoffice.QueueEntry{Request: r, Status: boxoffice.QueueStatus(m["status"]), Reason: m["reason"], Message: m["message"]}
 	if b, err := strconv.ParseInt(m["booking"], 10, 64); err == nil {
 		e.BookingID = boxoffice.ID(b)
 	}
@@ -277,8 +282,48 @@ func decodeEntry(m map[string]string) (*boxoffice.QueueEntry, error) {
 	if ms, err := strconv.ParseInt(m["finished_at"], 10, 64); err == nil && ms > 0 {
 		e.FinishedAt = time.UnixMilli(ms).UTC()
 	}
-	return e, nil
+	return e
 }
+
+// Entries reads the entries of a batch by their keys (event, user, key, as
+// the log delivered each request), all in one pipelined round trip. An
+// entry under a request's key that is another request's is not its. Only
+// the entry's state is read: its request is the one delivered (same id,
+// same content), so the stored copy is not decoded again.
+func (q *QueueState) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest) ([]*boxoffice.QueueEntry, error) {
+	out := make([]*boxoffice.QueueEntry, len(rs))
+	if len(rs) == 0 {
+		return out, nil
+	}
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	cmds := make(rueidis.Commands, len(rs))
+	for i, r := range rs {
+		cmds[i] = q.client.B().Hmget().Key(q.entryKey(r.EventID, r.UserID, r.IdempotencyKey)).
+			Field(stateFields...).Build()
+	}
+	for i, res := range q.client.DoMulti(ctx, cmds...) {
+		vs, err := res.ToArray()
+		if err != nil {
+			return nil, boxoffice.Unavailable("the queue state", err)
+		}
+		m := make(map[string]string, len(stateFields))
+		for j, v := range vs {
+			if s, err := v.ToString(); err == nil {
+				m[stateFields[j]] = s
+			}
+		}
+		if m["id"] != rs[i].ID.String() {
+			continue // none, or another request's
+		}
+		r := *rs[i]
+		out[i] = decodeState(m, &r)
+	}
+	return out, nil
+}
+
+// stateFields are an entry's fields besides its request.
+var stateFields = []string{"id", "pos", "status", "reason", "message", "booking", "held_until", "finished_at"}
 
 // Entry returns a request's entry, or ENOTFOUND.
 func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEntry, error) {

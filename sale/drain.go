@@ -109,25 +109,22 @@ func drainOrder(batch []*boxoffice.QueuedRequest) []*boxoffice.QueuedRequest {
 }
 
 // undecided reads the requests' entries at once and keeps those without an
-// outcome. An entry the state lost (ENOTFOUND) is decided all the same: the
-// record carries all the worker needs, and the booking decides.
+// outcome. An entry the state lost (none) is decided all the same: the
+// record carries all the worker needs, and the booking decides. If the
+// entries cannot be read, every request is left for another delivery.
 func (s *Service) undecided(ctx context.Context, rs []*boxoffice.QueuedRequest) []*queued {
-	ps := make([]*queued, len(rs))
-	var wg sync.WaitGroup
+	ps := make([]*queued, 0, len(rs))
+	entries, err := s.queue.Entries(ctx, rs)
 	for i, r := range rs {
-		ps[i] = &queued{r: r}
-		wg.Go(func() {
-			e, err := s.queue.Entry(ctx, r.ID)
-			switch {
-			case err == nil && (e.Status.Final() || e.Status == boxoffice.QueueWaiting):
-				ps[i] = nil
-			case err != nil && !isCode(err, boxoffice.ENOTFOUND):
-				ps[i].err = err
+		p := &queued{r: r, err: err}
+		if err == nil {
+			if e := entries[i]; e != nil && (e.Status.Final() || e.Status == boxoffice.QueueWaiting) {
+				continue // a redelivery, or not drawn yet (its drawn copy follows in the log)
 			}
-		})
+		}
+		ps = append(ps, p)
 	}
-	wg.Wait()
-	return slices.DeleteFunc(ps, func(p *queued) bool { return p == nil })
+	return ps
 }
 
 // checkQueued checks each request against its event as Reserve does, then
@@ -331,20 +328,16 @@ func (s *Service) finishQueued(ctx context.Context, ps []*queued) error {
 		return err
 	}
 	if s.notifier != nil {
-		var wg sync.WaitGroup
+		var notices []boxoffice.QueueNotice
 		for i, r := range rs {
-			if !firsts[i] {
-				continue
+			if firsts[i] {
+				notices = append(notices, boxoffice.QueueNotice{RequestID: r.ID, EventID: r.EventID, UserID: r.UserID, Status: outs[i].Status})
 			}
-			wg.Go(func() {
-				// Best effort: the stream also polls the state.
-				n := boxoffice.QueueNotice{RequestID: r.ID, EventID: r.EventID, UserID: r.UserID, Status: outs[i].Status}
-				if err := s.notifier.Notify(ctx, n); err != nil {
-					s.log.Warn("queue notice", "request", r.ID, "err", err)
-				}
-			})
 		}
-		wg.Wait()
+		// Best effort: the stream also polls the state.
+		if err := s.notifier.Notify(ctx, notices...); err != nil {
+			s.log.Warn("queue notices", "requests", len(notices), "err", err)
+		}
 	}
 	return first
 }

@@ -188,6 +188,22 @@ func nextLogSeq(ctx context.Context, tx *txn) (int64, error) {
 	return seq, err
 }
 
+// Entries reads the entries of a batch, one local look-up each.
+func (q *Queue) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest) ([]*boxoffice.QueueEntry, error) {
+	out := make([]*boxoffice.QueueEntry, len(rs))
+	for i, r := range rs {
+		e, err := q.Entry(ctx, r.ID)
+		if boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
 // Entry returns a request's entry, or ENOTFOUND.
 func (q *Queue) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEntry, error) {
 	e, err := scanEntry(q.s.queryRow(ctx, `SELECT `+queueColumns+` FROM queue_requests WHERE id = ?`, id))
