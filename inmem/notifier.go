@@ -19,16 +19,18 @@ var _ boxoffice.Notifier = (*Notifier)(nil)
 // NewNotifier returns a notifier without listeners.
 func NewNotifier() *Notifier { return &Notifier{subs: map[int]func(boxoffice.QueueNotice){}} }
 
-// Notify calls every listener with n, in the caller's goroutine.
-func (n *Notifier) Notify(ctx context.Context, notice boxoffice.QueueNotice) error {
+// Notify calls every listener with each notice, in the caller's goroutine.
+func (n *Notifier) Notify(ctx context.Context, notices ...boxoffice.QueueNotice) error {
 	n.mu.Lock()
 	fns := make([]func(boxoffice.QueueNotice), 0, len(n.subs))
 	for _, fn := range n.subs {
 		fns = append(fns, fn)
 	}
 	n.mu.Unlock()
-	for _, fn := range fns {
-		fn(notice)
+	for _, notice := range notices {
+		for _, fn := range fns {
+			fn(notice)
+		}
 	}
 	return nil
 }

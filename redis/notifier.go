@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -27,9 +28,22 @@ func NewNotifier(client rueidis.Client, prefix string) *Notifier {
 	return &Notifier{client: client, channel: prefix + "queue-notices"}
 }
 
-// Notify publishes n.
-func (n *Notifier) Notify(ctx context.Context, notice boxoffice.QueueNotice) error {
-	b, err := json.Marshal(notice)
+// Notify publishes the notices: one as a JSON object, several (a drained
+// batch) as one JSON array in one message, so a batch costs one PUBLISH
+// and one delivery per listening process, not one per request.
+func (n *Notifier) Notify(ctx context.Context, notices ...boxoffice.QueueNotice) error {
+	var (
+		b   []byte
+		err error
+	)
+	switch len(notices) {
+	case 0:
+		return nil
+	case 1:
+		b, err = json.Marshal(notices[0])
+	default:
+		b, err = json.Marshal(notices)
+	}
 	if err != nil {
 		return err
 	}
@@ -48,8 +62,16 @@ func (n *Notifier) Listen(ctx context.Context, fn func(boxoffice.QueueNotice)) e
 	for ctx.Err() == nil {
 		start := time.Now()
 		_ = n.client.Receive(ctx, n.client.B().Subscribe().Channel(n.channel).Build(), func(m rueidis.PubSubMessage) {
-			var notice boxoffice.QueueNotice
-			if json.Unmarshal([]byte(m.Message), &notice) == nil {
+			var notices []boxoffice.QueueNotice
+			if strings.HasPrefix(m.Message, "[") {
+				_ = json.Unmarshal([]byte(m.Message), &notices)
+			} else {
+				var notice boxoffice.QueueNotice
+				if json.Unmarshal([]byte(m.Message), &notice) == nil {
+					notices = append(notices, notice)
+				}
+			}
+			for _, notice := range notices {
 				fn(notice)
 			}
 		})

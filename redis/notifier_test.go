@@ -41,5 +41,31 @@ func TestNotifier(t *testing.T) {
 				}
 			}
 		}
+		// A drained batch travels as one message; each listener gets
+		// every notice of it, in order.
+		batch := []boxoffice.QueueNotice{
+			{RequestID: 11, EventID: 9, UserID: "a", Status: boxoffice.QueueHeld},
+			{RequestID: 12, EventID: 9, UserID: "b", Status: boxoffice.QueueRejected},
+			{RequestID: 13, EventID: 9, UserID: "c", Status: boxoffice.QueueRejected},
+		}
+		if err := n.Notify(ctx, batch...); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			for j := 0; j < len(batch); {
+				select {
+				case q := <-got[i]:
+					if q == want {
+						continue // a copy of the first notice, published again above
+					}
+					if q != batch[j] {
+						t.Fatalf("listener %d got %+v, want %+v", i, q, batch[j])
+					}
+					j++
+				case <-deadline:
+					t.Fatalf("listener %d heard %d of the batch's %d notices", i, j, len(batch))
+				}
+			}
+		}
 	})
 }
