@@ -25,7 +25,9 @@ import (
 //
 //   - FrontDoor: no workers; 202s per second, the front door alone.
 //   - Drain: the same requests, then two workers start; requests served
-//     per second from a full queue.
+//     per second from a full queue (mostly winners: distinct seats).
+//   - SoldOut: as Drain, but every request wants one of 1,000 seats: the
+//     drain of a sold-out sale, 1,000 winners and refusals for the rest.
 //   - Sale: both at once, as at sale open; 202/s, drained/s over the whole
 //     run (until the last outcome) and p50/p99 of time-to-outcome
 //     (admission to outcome), which the backlog dominates.
@@ -35,7 +37,7 @@ import (
 //	go test ./apitest -run '^$' -bench 'BareHandler|Queue' -benchtime 20000x
 func BenchmarkQueue(b *testing.B) {
 	b.Run("Embedded", func(b *testing.B) {
-		for _, mode := range []string{"FrontDoor", "Drain", "Sale"} {
+		for _, mode := range []string{"FrontDoor", "Drain", "SoldOut", "Sale"} {
 			b.Run(mode, func(b *testing.B) { runQueueBench(b, benchStack(b), mode) })
 		}
 	})
@@ -51,7 +53,7 @@ func BenchmarkQueue(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(kc.Close)
-		for _, mode := range []string{"FrontDoor", "Drain", "Sale"} {
+		for _, mode := range []string{"FrontDoor", "Drain", "SoldOut", "Sale"} {
 			b.Run(mode, func(b *testing.B) {
 				prefix := redisPrefix(b, client, "apitest-bench:")
 				topic := "sale.requests." + randomHex(4)
@@ -105,6 +107,9 @@ func runQueueBench(b *testing.B, s *Stack, mode string) {
 			if i%10 == 0 {
 				seat = seats[i%200]
 			}
+			if mode == "SoldOut" {
+				seat = seats[(i*7919)%1000]
+			}
 			body := fmt.Sprintf(`{"event_id":"%s","seat_ids":["%s"],"idempotency_key":"k"}`, ev, seat)
 			req, _ := http.NewRequest("POST", s.URL+"/bookings/reserve", bytes.NewBufferString(body))
 			req.Header.Set("Authorization", "Bearer "+tokens[i])
@@ -124,7 +129,7 @@ func runQueueBench(b *testing.B, s *Stack, mode string) {
 		b.ReportMetric(float64(b.N)/admitted.Seconds(), "202/s")
 		return
 	}
-	if mode == "Drain" {
+	if mode == "Drain" || mode == "SoldOut" {
 		start = time.Now()
 		s.StartWorkers(b, 2)
 	} else {
@@ -144,7 +149,7 @@ func runQueueBench(b *testing.B, s *Stack, mode string) {
 	drained := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/drained.Seconds(), "drained/s")
-	if mode == "Drain" {
+	if mode == "Drain" || mode == "SoldOut" {
 		return
 	}
 	lat := make([]float64, 0, b.N)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/postgres"
@@ -114,4 +115,72 @@ func BenchmarkConfirmBooking(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "confirms/s")
+}
+
+// BenchmarkCreateBookings is the queue drain's write: batches of
+// drainBatch one-seat bookings, each with its idempotency record, written
+// by one caller with CreateBookings (one transaction per batch). Compare
+// its bookings/s with BenchmarkBatchedInsert's rows/s, the server's own
+// ceiling for multi-row inserts, in the same run:
+//
+//	go test -run '^$' -bench 'CreateBookings|BatchedInsert' -benchtime 40000x ./postgres
+func BenchmarkCreateBookings(b *testing.B) {
+	s := benchStore(b)
+	e := createEvent(b, s, max(1, (b.N+999)/1000), 1000, boxoffice.MaxTicketLimit)
+	seats := e.Seats()
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += drainBatch {
+		nbs := make([]boxoffice.NewBooking, 0, drainBatch)
+		for j := i; j < min(b.N, i+drainBatch); j++ {
+			user := fmt.Sprintf("user-%d", j)
+			rec := &boxoffice.IdempotencyRecord{UserID: user, Key: "k", RequestHash: "h", Status: 201,
+				Body:      []byte(`{"booking_id":"123456789","held_until":"2030-06-01T12:10:00Z","payment_url":"/bookings/123456789/confirm"}`),
+				CreatedAt: t0, ExpiresAt: t0.Add(24 * time.Hour)}
+			nbs = append(nbs, boxoffice.NewBooking{Booking: booking(e, user, int64(j+1), seats[j].ID),
+				TicketLimit: e.TicketLimit, Idempotency: rec})
+		}
+		errs, err := s.CreateBookings(ctx, nbs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "bookings/s")
+}
+
+// drainBatch is a batch of the request log (kafka.RequestLogConfig.MaxBatch).
+const drainBatch = 500
+
+// BenchmarkBatchedInsert is the ceiling BenchmarkCreateBookings is measured
+// against: rows of a bookings-shaped table (same columns and primary key,
+// no other index) inserted drainBatch at a time by a multi-row INSERT, one
+// transaction each.
+func BenchmarkBatchedInsert(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	if _, err := s.Pool().Exec(ctx, `CREATE TABLE insert_ceiling (LIKE bookings INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `ALTER TABLE insert_ceiling ADD PRIMARY KEY (id)`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i += drainBatch {
+		n := min(b.N, i+drainBatch) - i
+		ids := make([]int64, n)
+		for j := range ids {
+			ids[j] = int64(i + j + 1)
+		}
+		if _, err := s.Pool().Exec(ctx, `
+			INSERT INTO insert_ceiling (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
+			SELECT x, 1, 'user-' || x, 'pending', x, 5000, $2::timestamptz, $2, $2 FROM unnest($1::bigint[]) x`, ids, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
