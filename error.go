@@ -17,6 +17,7 @@ const (
 	EHOLDLOST        = "hold_lost"               // the hold expired or was taken over (410)
 	ELIMIT           = "limit_exceeded"          // per-user or per-request ticket limit (422)
 	ESALECLOSED      = "sale_not_open"           // the sale has not opened or is over (409)
+	ESOLDOUT         = "sold_out"                // every seat (of the ask) is held or sold; the waitlist is open (409)
 	EIDEMMISMATCH    = "idempotency_mismatch"    // key reused with another request (422)
 	EIDEMINFLIGHT    = "idempotency_in_flight"   // the first request with this key is still running (409)
 	EIDEMMISSING     = "idempotency_key_missing" // state-changing request without a key (400)
@@ -40,6 +41,9 @@ type Error struct {
 	Message string
 	// Seats lists the seat ids a conflict is about, when there are any.
 	Seats []string
+	// Waitlist, when set, is the event whose waitlist the caller can join
+	// instead (a sold-out answer).
+	Waitlist ID
 	// Err is the underlying cause, kept for logs; never shown to callers.
 	Err error
 }
@@ -94,4 +98,22 @@ func ErrorSeats(err error) []string {
 		return e.Seats
 	}
 	return nil
+}
+
+// ErrorWaitlist returns the event whose waitlist an error points to, if any.
+func ErrorWaitlist(err error) ID {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Waitlist
+	}
+	return 0
+}
+
+// WaitlistURL is where a user joins an event's waitlist.
+func WaitlistURL(eventID ID) string { return "/events/" + eventID.String() + "/waitlist" }
+
+// SoldOutError is the answer to an ask that no seat is left for: the event
+// (or the part of it asked for) has every seat held or sold.
+func SoldOutError(eventID ID, message string) *Error {
+	return &Error{Code: ESOLDOUT, Message: message, Waitlist: eventID}
 }

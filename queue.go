@@ -110,6 +110,10 @@ type QueueProgress struct {
 	// that the drawn requests are in the log too (MarkReleased). An opener
 	// that died between the two is finished by the next one.
 	Opened, Released bool
+	// SoldOutUpTo is the highest position the event's sell-out answers
+	// (MarkSoldOut): every request at or before it that has no outcome yet
+	// is sold out, and is told so at once. 0 while it has not sold out.
+	SoldOutUpTo int64
 }
 
 // QueueState is the front door's book of queued requests.
@@ -124,6 +128,10 @@ type QueueState interface {
 	Admit(ctx context.Context, r *QueuedRequest, maxLive int, preQueue bool) (e *QueueEntry, replay bool, err error)
 	// Entry returns a request's entry, or ENOTFOUND.
 	Entry(ctx context.Context, id ID) (*QueueEntry, error)
+	// EntryByKey returns the entry of a user's request with an idempotency
+	// key for an event, or ENOTFOUND: how a retry is recognised where no
+	// new request may be admitted (a sold-out event).
+	EntryByKey(ctx context.Context, eventID ID, userID, key string) (*QueueEntry, error)
 	// Entries returns the entries of requests as the log delivered them,
 	// in one round trip: out[i] is rs[i]'s entry, nil when there is none.
 	// It is the drain's read of a whole batch.
@@ -145,6 +153,10 @@ type QueueState interface {
 	Open(ctx context.Context, eventID ID, shuffle func(n int, swap func(i, j int))) ([]*QueuedRequest, error)
 	// MarkReleased records that the requests Open returned are in the log.
 	MarkReleased(ctx context.Context, eventID ID) error
+	// MarkSoldOut records that the event sold out with every position
+	// given so far queued before the sell-out: SoldOutUpTo becomes the
+	// highest position given, if that is higher. It returns the new mark.
+	MarkSoldOut(ctx context.Context, eventID ID) (upTo int64, err error)
 	// Progress returns the event's queue counters.
 	Progress(ctx context.Context, eventID ID) (QueueProgress, error)
 }

@@ -30,6 +30,7 @@ type queueTicket struct {
 	StatusURL     string   `json:"status_url"`
 	EventsURL     string   `json:"events_url"`
 	Reason        string   `json:"reason"`
+	WaitlistURL   string   `json:"waitlist_url"`
 	BookingID     string   `json:"booking_id"`
 	PaymentURL    string   `json:"payment_url"`
 }
@@ -477,5 +478,81 @@ func testQueueStream(t *testing.T, s *Stack) {
 	r := s.client(t, "other", "").do("GET", q.EventsURL, nil)
 	if r.Status != http.StatusNotFound || r.problem(t).Code != boxoffice.ENOTFOUND {
 		t.Errorf("another user's stream: %d", r.Status)
+	}
+}
+
+// When every seat is held or sold, a queued sale says so at once: a new
+// request gets 409 sold-out with the waitlist's address instead of a 202,
+// every request queued before is told sold out (and the drain records it
+// without a hold), while a retry of a request that got seats still gets
+// its own ticket.
+func testQueueSoldOut(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	ev := s.queuedEvent(t, -time.Minute, section{"A", "t", 5000, 1, 4})
+	waitlist := "/events/" + ev + "/waitlist"
+	a, b := s.client(t, "early-a", ""), s.client(t, "early-b", "")
+	qa, _ := a.enqueue(ev, "a", "A-A-1", "A-A-2")
+	qb, _ := b.enqueue(ev, "b", "A-A-3", "A-A-4")
+	stop := s.StartWorkers(t, 1)
+	if out := a.awaitOutcome(qa.RequestID); out.Status != "held" {
+		t.Fatalf("first request: %+v", out)
+	}
+	if out := b.awaitOutcome(qb.RequestID); out.Status != "held" {
+		t.Fatalf("second request: %+v", out)
+	}
+	stop()
+
+	// Every seat is held. Within the inventory's second (and the seat
+	// map's), new requests are refused at the door; those that still got
+	// a 202 meanwhile were queued before the sell-out was seen.
+	var queuedBefore []string
+	var refused response
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; ; i++ {
+		c := s.client(t, fmt.Sprintf("late-%d", i), "")
+		q, r := c.enqueue(ev, "k", "A-A-1")
+		if r.Status == http.StatusAccepted {
+			queuedBefore = append(queuedBefore, q.RequestID)
+		} else {
+			refused = r
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still 202 after 20 s of a sold-out event (%d requests)", i+1)
+		}
+		s.Advance(250 * time.Millisecond) // the seat map's clock: real, or the stack's
+	}
+	if p := refused.problem(t); refused.Status != http.StatusConflict || p.Code != boxoffice.ESOLDOUT || p.WaitlistURL != waitlist {
+		t.Fatalf("a request after the sell-out: %d %+v, want 409 sold_out with %s", refused.Status, p, waitlist)
+	}
+	// A best-available ask is refused the same way.
+	best := s.client(t, "best", "")
+	r := best.do("POST", "/bookings/reserve", map[string]any{"event_id": ev, "idempotency_key": "b",
+		"best_available": map[string]any{"quantity": 1}})
+	if r.Status != http.StatusConflict || r.problem(t).Code != boxoffice.ESOLDOUT {
+		t.Errorf("best available after the sell-out: %d %s", r.Status, r.Body)
+	}
+	// Queued before the sell-out, not served yet: told already.
+	for i, id := range queuedBefore {
+		q := s.client(t, fmt.Sprintf("late-%d", i), "").queueStatus(id)
+		if q.Status != "rejected" || q.Reason != boxoffice.ESOLDOUT || q.WaitlistURL != waitlist {
+			t.Errorf("request %s queued before the sell-out: %+v, want rejected sold_out", id, q)
+		}
+	}
+	t.Logf("%d requests queued before the sell-out was seen", len(queuedBefore))
+	// A retry of a request that has seats is its own ticket, not a refusal.
+	if q, r := a.enqueue(ev, "a", "A-A-1", "A-A-2"); r.Status != http.StatusAccepted || q.RequestID != qa.RequestID || q.Status != "held" {
+		t.Errorf("retry of a served request: %d %+v", r.Status, q)
+	}
+	// The drain records the told ones as told, without holding a seat.
+	s.StartWorkers(t, 1)
+	for i, id := range queuedBefore {
+		out := s.client(t, fmt.Sprintf("late-%d", i), "").awaitOutcome(id)
+		if out.Status != "rejected" || out.Reason != boxoffice.ESOLDOUT {
+			t.Errorf("request %s after the drain: %+v, want rejected sold_out", id, out)
+		}
+	}
+	if st := s.statuses(t, ev); st["A-A-1"] != "held" || st["A-A-3"] != "held" {
+		t.Errorf("seats after the drain: %v", st)
 	}
 }

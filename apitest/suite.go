@@ -51,6 +51,7 @@ func Run(t *testing.T, newStack func(t *testing.T) *Stack) {
 		{"PreQueueDraw", testPreQueueDraw},
 		{"QueueDuplicateDelivery", testDuplicateDelivery},
 		{"QueueWaitEstimate", testWaitEstimate},
+		{"QueueSoldOutSaidAtOnce", testQueueSoldOut},
 		{"QueueStream", testQueueStream},
 		{"QueuedBestAvailable", testQueuedBestAvailable},
 		{"QueuedBestAvailableBatch", testQueuedBestAvailableBatch},

@@ -31,6 +31,7 @@ var problems = map[string]problemKind{
 	boxoffice.EHOLDLOST:        {http.StatusGone, "hold-lost", "The hold expired or was taken over"},
 	boxoffice.ELIMIT:           {http.StatusUnprocessableEntity, "limit-exceeded", "Ticket limit exceeded"},
 	boxoffice.ESALECLOSED:      {http.StatusConflict, "sale-not-open", "The sale is not open"},
+	boxoffice.ESOLDOUT:         {http.StatusConflict, "sold-out", "Sold out"},
 	boxoffice.EIDEMMISMATCH:    {http.StatusUnprocessableEntity, "idempotency-key-reused", "Idempotency key reused with a different request"},
 	boxoffice.EIDEMINFLIGHT:    {http.StatusConflict, "idempotency-key-in-flight", "A request with this idempotency key is still in progress"},
 	boxoffice.EIDEMMISSING:     {http.StatusBadRequest, "idempotency-key-missing", "Idempotency key missing"},
@@ -67,6 +68,8 @@ type Problem struct {
 	Instance string   `json:"instance,omitempty"`
 	Code     string   `json:"code"`
 	Seats    []string `json:"seats,omitempty"`
+	// WaitlistURL is where to join the waitlist instead (sold-out).
+	WaitlistURL string `json:"waitlist_url,omitempty"`
 }
 
 // ProblemType returns the stable type URI of an error code.
@@ -132,6 +135,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	p := Problem{Type: problemTypeBase + k.slug, Title: k.title, Status: k.status, Detail: detail,
 		Instance: r.URL.Path, Code: code, Seats: boxoffice.ErrorSeats(err)}
+	if ev := boxoffice.ErrorWaitlist(err); ev != 0 {
+		p.WaitlistURL = boxoffice.WaitlistURL(ev)
+	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(k.status)

@@ -158,6 +158,24 @@ func (s *State) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEnt
 	return nil, err
 }
 
+// EntryByKey reads the cache; while the cache may have lost entries it is
+// cold (the caller answers 503, as the front door does then anyway).
+func (s *State) EntryByKey(ctx context.Context, eventID boxoffice.ID, userID, key string) (*boxoffice.QueueEntry, error) {
+	e, err := s.cache.EntryByKey(ctx, eventID, userID, key)
+	if boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
+		return e, err
+	}
+	whole, werr := s.whole(ctx)
+	if werr != nil {
+		return nil, werr
+	}
+	if !whole {
+		s.startRebuild()
+		return nil, boxoffice.QueueColdError()
+	}
+	return nil, err
+}
+
 // Entries is Entry for a batch: the cache read at once, the requests it
 // does not know looked up in the journal in one query.
 func (s *State) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest) ([]*boxoffice.QueueEntry, error) {
@@ -317,6 +335,13 @@ func recordOf(r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) boxoffice.Qu
 // Open draws the pre-queue; see boxoffice.QueueState.
 func (s *State) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n int, swap func(i, j int))) ([]*boxoffice.QueuedRequest, error) {
 	return warmed(ctx, s, eventID, func() ([]*boxoffice.QueuedRequest, error) { return s.cache.Open(ctx, eventID, shuffle) })
+}
+
+// MarkSoldOut raises the event's sold-out mark in the cache. A cache
+// rebuilt after losing its data starts without the mark: the next look at
+// the event's seats sets it again (see sale's inventory).
+func (s *State) MarkSoldOut(ctx context.Context, eventID boxoffice.ID) (int64, error) {
+	return warmed(ctx, s, eventID, func() (int64, error) { return s.cache.MarkSoldOut(ctx, eventID) })
 }
 
 // MarkReleased records that the drawn pre-queue is in the log.

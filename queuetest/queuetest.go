@@ -39,6 +39,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"FinishOnce", testFinishOnce},
 		{"FinishManyAsOneByOne", testFinishMany},
 		{"EntriesAsEntry", testEntries},
+		{"SoldOutMarkCoversPositionsGiven", testSoldOut},
 		{"UnknownRequest", testUnknown},
 		{"PreQueueDrawnAtOpening", testPreQueue},
 		{"LogDeliversEveryRequest", testLogDelivers},
@@ -298,6 +299,42 @@ func testEntries(t *testing.T, h Harness) {
 	}
 	if got, err := h.State.Entries(ctx, nil); err != nil || len(got) != 0 {
 		t.Errorf("no requests: %v, %v", got, err)
+	}
+}
+
+// testSoldOut: the sold-out mark covers the positions given when it is
+// set, never goes down, and is raised by a later mark.
+func testSoldOut(t *testing.T, h Harness) {
+	ev := h.NewEvent(t)
+	for i := range 3 {
+		admit(t, h, Request(ev, fmt.Sprintf("fan-%d", i), "A-A-1"), false)
+	}
+	if p, err := h.State.Progress(ctx, ev); err != nil || p.SoldOutUpTo != 0 {
+		t.Fatalf("before any mark: %+v, %v", p, err)
+	}
+	upTo, err := h.State.MarkSoldOut(ctx, ev)
+	if err != nil || upTo != 3 {
+		t.Fatalf("MarkSoldOut = %d, %v; want 3", upTo, err)
+	}
+	admit(t, h, Request(ev, "late", "A-A-2"), false)
+	if p, _ := h.State.Progress(ctx, ev); p.SoldOutUpTo != 3 || p.Admitted != 4 {
+		t.Errorf("after a later admission: %+v, want the mark still at 3 of 4", p)
+	}
+	if upTo, err := h.State.MarkSoldOut(ctx, ev); err != nil || upTo != 4 {
+		t.Errorf("a second MarkSoldOut = %d, %v; want 4", upTo, err)
+	}
+	if p, _ := h.State.Progress(ctx, ev); p.SoldOutUpTo != 4 {
+		t.Errorf("Progress after the second mark: %+v", p)
+	}
+	// A retry is recognised by its key.
+	r := Request(ev, "keyed", "A-A-3")
+	admit(t, h, r, false)
+	e, err := h.State.EntryByKey(ctx, ev, "keyed", r.IdempotencyKey)
+	if err != nil || e.Request.ID != r.ID || e.Request.Position != 5 {
+		t.Errorf("EntryByKey = %+v, %v; want request %d at 5", e, err, r.ID)
+	}
+	if _, err := h.State.EntryByKey(ctx, ev, "keyed", "another"); code(err) != boxoffice.ENOTFOUND {
+		t.Errorf("EntryByKey of an unknown key: %v, want ENOTFOUND", err)
 	}
 }
 

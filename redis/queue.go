@@ -285,6 +285,13 @@ func decodeState(m map[string]string, r *boxoffice.QueuedRequest) *boxoffice.Que
 	return e
 }
 
+// EntryByKey reads an entry by its key: one round trip.
+func (q *QueueState) EntryByKey(ctx context.Context, eventID boxoffice.ID, userID, key string) (*boxoffice.QueueEntry, error) {
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	return q.entry(ctx, q.entryKey(eventID, userID, key))
+}
+
 // Entries reads the entries of a batch by their keys (event, user, key, as
 // the log delivered each request), all in one pipelined round trip. An
 // entry under a request's key that is another request's is not its. Only
@@ -456,11 +463,43 @@ func (q *QueueState) Progress(ctx context.Context, eventID boxoffice.ID) (boxoff
 	p.Waiting, _ = strconv.ParseInt(m["waiting"], 10, 64)
 	p.Opened = m["opened"] == "1"
 	p.Released = m["released"] == "1"
+	p.SoldOutUpTo, _ = strconv.ParseInt(m["soldout"], 10, 64)
 	if m["init"] != "1" {
 		return p, boxoffice.QueueColdError()
 	}
 	return p, nil
 }
+
+// MarkSoldOut raises the event's sold-out mark to its highest position
+// given, in one script on the event's counters.
+func (q *QueueState) MarkSoldOut(ctx context.Context, eventID boxoffice.ID) (int64, error) {
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	res := soldOutScript.exec(ctx, q.client, []string{q.slot(eventID) + "n"}, nil)
+	if s, err := res.ToString(); err == nil && s == "cold" {
+		return 0, boxoffice.QueueColdError()
+	}
+	upTo, err := res.AsInt64()
+	if err != nil {
+		return 0, boxoffice.Unavailable("the queue state", err)
+	}
+	return upTo, nil
+}
+
+// soldOutLua: KEYS the event's counters. Reply 'cold' (see admitLua) or
+// the sold-out mark, raised to the highest position given.
+const soldOutLua = `
+if redis.call('HGET', KEYS[1], 'init') ~= '1' then return 'cold' end
+local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
+local mark = tonumber(redis.call('HGET', KEYS[1], 'soldout') or '0')
+if admitted > mark then
+  mark = admitted
+  redis.call('HSET', KEYS[1], 'soldout', mark)
+end
+return mark
+`
+
+var soldOutScript = newScript(soldOutLua)
 
 // MarkReleased records that the drawn pre-queue is in the log.
 func (q *QueueState) MarkReleased(ctx context.Context, eventID boxoffice.ID) error {

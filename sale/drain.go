@@ -21,7 +21,9 @@ import (
 //  2. the requests are checked against their events (in memory), their
 //     in-flight leases taken and their idempotency records read (one read
 //     for the batch): a request a previous delivery booked gets that
-//     booking back, and nothing else happens to it;
+//     booking back, and nothing else happens to it; then a request of an
+//     event that sold out before its turn, or a best-available ask too big
+//     for what is left, is turned down (sold_out) without a hold;
 //  3. the holds, in queue order, each all-or-nothing: one script call per
 //     lock-store slot for the whole batch (Holds.AcquireMany); a
 //     best-available request is held on its own at its place in the order,
@@ -47,6 +49,7 @@ func (s *Service) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedReque
 	})
 	s.checkQueued(ctx, ps)
 	s.replayQueued(ctx, ps)
+	s.soldOutQueued(ctx, ps) // after the replay: a request booked before keeps its booking
 	s.holdQueued(ctx, ps)
 	s.bookQueued(ctx, ps)
 	return s.finishQueued(ctx, ps)
@@ -162,6 +165,40 @@ func (s *Service) checkQueued(ctx context.Context, ps []*queued) {
 		// its confirm fails (EHOLDLOST).
 		p.release, p.err = s.leases.TryLease(ctx, leaseKey("reserve", p.r.UserID, p.r.IdempotencyKey), queuedLease)
 	})
+}
+
+// soldOutQueued turns down, without a hold, the requests of an event that
+// sold out before their turn (at or before its sold-out mark, raised here
+// when the inventory shows nothing left), and the best-available asks that
+// fewer seats are left for than they want.
+func (s *Service) soldOutQueued(ctx context.Context, ps []*queued) {
+	type state struct {
+		mark int64
+		inv  *inventory
+	}
+	events := map[boxoffice.ID]*state{}
+	for _, p := range ps {
+		if !p.open() {
+			continue
+		}
+		st := events[p.r.EventID]
+		if st == nil {
+			st = &state{}
+			events[p.r.EventID] = st
+			if prog, err := s.queue.Progress(ctx, p.r.EventID); err == nil {
+				st.mark, _ = s.soldOutMark(ctx, p.l, prog)
+			}
+			st.inv, _ = s.inventory(ctx, p.l)
+		}
+		switch {
+		case p.r.Position <= st.mark:
+			p.reject(errSoldOut(p.r.EventID), s)
+		default:
+			if err := st.inv.short(p.r.EventID, p.r.Best); err != nil {
+				p.reject(err, s)
+			}
+		}
+	}
 }
 
 // replayQueued reads the batch's idempotency records in one call: a request

@@ -57,19 +57,15 @@ func (e *estimator) drain(eventID boxoffice.ID) *drain {
 	return d
 }
 
-// wait returns how many requests are ahead of position and the estimated
-// seconds until its outcome, nil while no rate is known.
-func (e *estimator) wait(ctx context.Context, eventID boxoffice.ID, position int64) (int64, *float64, error) {
-	prog, rate, err := e.sample(ctx, eventID)
-	if err != nil {
-		return 0, nil, err
-	}
+// estimate returns how many requests are ahead of position and the
+// estimated seconds until its outcome, nil while no rate is known.
+func (e *estimator) estimate(prog boxoffice.QueueProgress, rate float64, position int64) (int64, *float64) {
 	ahead := max(0, position-1-prog.Served)
 	if rate <= 0 {
-		return ahead, nil, nil
+		return ahead, nil
 	}
 	w := math.Round(float64(ahead+1)/rate*10) / 10
-	return ahead, &w, nil
+	return ahead, &w
 }
 
 // Rate returns the measured drain rate of an event's queue, requests/s.

@@ -32,7 +32,10 @@ type QueueTicket struct {
 	BookingID  boxoffice.ID `json:"booking_id,omitempty"`
 	HeldUntil  *time.Time   `json:"held_until,omitempty"`
 	PaymentURL string       `json:"payment_url,omitempty"`
-	Replayed   bool         `json:"-"`
+	// WaitlistURL, for a request turned down because the event sold out,
+	// is where to join its waitlist.
+	WaitlistURL string `json:"waitlist_url,omitempty"`
+	Replayed    bool   `json:"-"`
 }
 
 // QueueURL is the status URL of a queued request.
@@ -72,6 +75,11 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 	case preQueue && now.Before(ev.SaleOpensAt.Add(-s.cfg.PreQueueWindow)):
 		return nil, boxoffice.Errorf(boxoffice.ESALECLOSED, "the waiting room opens at %s",
 			ev.SaleOpensAt.Add(-s.cfg.PreQueueWindow).UTC().Format(time.RFC3339))
+	}
+	if !preQueue {
+		if t, err := s.soldOutAtTheDoor(ctx, u, l, req, hash); t != nil || err != nil {
+			return t, err
+		}
 	}
 	id, err := s.ids.NextID()
 	if err != nil {
@@ -113,6 +121,42 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 	return t, nil
 }
 
+// soldOutAtTheDoor answers a request that the inventory shows nothing left
+// for: sold out (ESOLDOUT) at once, no 202, and the requests already
+// queued are marked sold out too. A retry of a request admitted before the
+// sell-out gets its own ticket back. Both nil: the request goes on to the
+// queue. Without an inventory (no seat map, or it cannot be read) the
+// queue decides, as before.
+func (s *Service) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *Layout, req ReserveRequest, hash string) (*QueueTicket, error) {
+	inv, err := s.inventory(ctx, l)
+	if err != nil {
+		return nil, nil
+	}
+	short := inv.short(l.Event.ID, req.Best)
+	if !inv.soldOut() && short == nil {
+		return nil, nil
+	}
+	e, err := s.queue.EntryByKey(ctx, l.Event.ID, u.ID, req.IdempotencyKey)
+	switch {
+	case err == nil && e.Request.RequestHash != "" && e.Request.RequestHash != hash:
+		return nil, boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
+	case err == nil:
+		t, err := s.ticket(ctx, e)
+		if t != nil {
+			t.Replayed = true
+		}
+		return t, err
+	case !isCode(err, boxoffice.ENOTFOUND):
+		return nil, err
+	case short != nil:
+		return nil, short
+	}
+	if _, err := s.queue.MarkSoldOut(ctx, l.Event.ID); err != nil {
+		s.log.Warn("mark sold out", "event", l.Event.ID, "err", err)
+	}
+	return nil, errSoldOut(l.Event.ID)
+}
+
 // QueueStatus returns a queued request as its owner sees it (ENOTFOUND for
 // anyone else but an admin).
 func (s *Service) QueueStatus(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*QueueTicket, error) {
@@ -136,16 +180,28 @@ func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTi
 	if l, err := s.Layout(ctx, r.EventID); err == nil {
 		t.SaleOpensAt = l.Event.SaleOpensAt
 	}
+	if e.Reason == boxoffice.ESOLDOUT {
+		t.WaitlistURL = boxoffice.WaitlistURL(r.EventID)
+	}
 	switch e.Status {
 	case boxoffice.QueueHeld:
 		held := e.HeldUntil
 		t.BookingID, t.HeldUntil, t.PaymentURL = e.BookingID, &held, PaymentURL(e.BookingID)
 	case boxoffice.QueueQueued:
-		ahead, wait, err := s.estimator.wait(ctx, r.EventID, r.Position)
+		prog, rate, err := s.estimator.sample(ctx, r.EventID)
 		if err != nil {
 			return nil, err
 		}
-		t.Ahead, t.EstimatedWaitSeconds = ahead, wait
+		if l, lerr := s.Layout(ctx, r.EventID); lerr == nil {
+			// Queued before the sell-out: told now, decided by the drain
+			// (without a hold) when it gets there.
+			if mark, merr := s.soldOutMark(ctx, l, prog); merr == nil && r.Position <= mark {
+				t.Status, t.Reason, t.Message = boxoffice.QueueRejected, boxoffice.ESOLDOUT, boxoffice.ErrorMessage(errSoldOut(r.EventID))
+				t.WaitlistURL = boxoffice.WaitlistURL(r.EventID)
+				break
+			}
+		}
+		t.Ahead, t.EstimatedWaitSeconds = s.estimator.estimate(prog, rate, r.Position)
 	case boxoffice.QueueWaiting:
 		// Until the draw nobody knows the place; the wait is at least the
 		// time to the opening.

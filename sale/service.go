@@ -134,6 +134,8 @@ type Service struct {
 	// taken, the seats this process saw taken since.
 	avail Availability
 	taken takenSeats
+	// invs counts what is left of each event (inventory.go).
+	invs inventories
 }
 
 // Deps are the ports the service drives.

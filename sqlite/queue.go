@@ -188,6 +188,19 @@ func nextLogSeq(ctx context.Context, tx *txn) (int64, error) {
 	return seq, err
 }
 
+// EntryByKey reads an entry by its user and key.
+func (q *Queue) EntryByKey(ctx context.Context, eventID boxoffice.ID, userID, key string) (*boxoffice.QueueEntry, error) {
+	e, err := scanEntry(q.s.queryRow(ctx, `SELECT `+queueColumns+` FROM queue_requests
+		WHERE user_id = ? AND idempotency_key = ? AND event_id = ?`, userID, key, eventID))
+	if err == sql.ErrNoRows {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request with this key")
+	}
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	return e, nil
+}
+
 // Entries reads the entries of a batch, one local look-up each.
 func (q *Queue) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest) ([]*boxoffice.QueueEntry, error) {
 	out := make([]*boxoffice.QueueEntry, len(rs))
@@ -345,14 +358,28 @@ func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n i
 // Progress returns the event's queue counters.
 func (q *Queue) Progress(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, error) {
 	var p boxoffice.QueueProgress
-	err := q.s.queryRow(ctx, `SELECT admitted, served, waiting, opened FROM queue_events WHERE event_id = ?`, eventID).
-		Scan(&p.Admitted, &p.Served, &p.Waiting, &p.Opened)
+	err := q.s.queryRow(ctx, `SELECT admitted, served, waiting, opened, sold_out_upto FROM queue_events WHERE event_id = ?`, eventID).
+		Scan(&p.Admitted, &p.Served, &p.Waiting, &p.Opened, &p.SoldOutUpTo)
 	if err == sql.ErrNoRows {
 		return p, nil
 	}
 	// Open puts the drawn requests in the log in the same transaction.
 	p.Released = p.Opened
 	return p, translate(err, "database")
+}
+
+// MarkSoldOut raises the event's sold-out mark to its highest position.
+func (q *Queue) MarkSoldOut(ctx context.Context, eventID boxoffice.ID) (int64, error) {
+	var upTo int64
+	err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		err := tx.QueryRowContext(ctx, `UPDATE queue_events SET sold_out_upto = max(sold_out_upto, admitted)
+			WHERE event_id = ? RETURNING sold_out_upto`, eventID).Scan(&upTo)
+		if err == sql.ErrNoRows {
+			return nil // no queue: nothing was given a position
+		}
+		return err
+	})
+	return upTo, translate(err, "database")
 }
 
 // MarkReleased has nothing to record: see Progress.

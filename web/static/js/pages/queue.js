@@ -10,6 +10,7 @@ const REASONS = {
   seat_taken: 'The seats you asked for went to people ahead of you in the queue.',
   limit_exceeded: 'You have reached the ticket limit for this event.',
   sale_not_open: 'The sale is over.',
+  sold_out: 'Sold out: every seat is taken. Join the waitlist to hear when seats come back.',
   invalid: 'The request could not be served as asked.',
 };
 const ANNOUNCE_MS = 15000; // read the position out at most this often

@@ -1,0 +1,133 @@
+package sale
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// The inventory of an event is how many of its seats are available (not
+// held, not sold), in all and per section and price tier, counted from the
+// seat map at most inventoryTTL old. It is what makes "sold out" an answer
+// given at once: the front door refuses a queued sale's new requests
+// instead of answering 202, every request queued before the sell-out is
+// told (QueueState.MarkSoldOut, read by every status), and the drain
+// refuses them without touching a seat. Seats that come back are held for
+// the waitlist first (HandoverGrace), so they count as taken until they
+// are free to anyone.
+//
+// It is a count, not a promise: a request the inventory lets through may
+// still find its seats taken (the lock layer decides), and a seat freed
+// less than inventoryTTL ago may not be counted yet.
+type inventory struct {
+	at   time.Time
+	left map[ask]int // available seats per (section, tier), "" for any
+}
+
+// ask is what a request wants seats of: a section, a price tier, either or
+// neither ("" for any).
+type ask struct{ section, tier string }
+
+// inventoryTTL bounds the age of an inventory, and so how late a sell-out
+// is noticed.
+const inventoryTTL = time.Second
+
+type inventories struct {
+	mu sync.Mutex
+	ev map[boxoffice.ID]*inventoryEntry
+}
+
+type inventoryEntry struct {
+	mu  sync.Mutex // one count at a time per event; the others wait for it
+	inv *inventory
+}
+
+// inventory returns the event's inventory, counted again when it is older
+// than inventoryTTL; nil without a seat map to count from.
+func (s *Service) inventory(ctx context.Context, l *Layout) (*inventory, error) {
+	if s.avail == nil {
+		return nil, nil
+	}
+	s.invs.mu.Lock()
+	if s.invs.ev == nil {
+		s.invs.ev = map[boxoffice.ID]*inventoryEntry{}
+	}
+	e := s.invs.ev[l.Event.ID]
+	if e == nil {
+		e = &inventoryEntry{}
+		s.invs.ev[l.Event.ID] = e
+	}
+	s.invs.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	if e.inv != nil && now.Sub(e.inv.at) < inventoryTTL {
+		return e.inv, nil
+	}
+	statuses, err := s.avail.Statuses(ctx, l.Event.ID, inventoryTTL)
+	if err != nil {
+		return nil, err
+	}
+	if len(statuses) != len(l.Seats) {
+		return nil, nil // a map of another layout: do not guess
+	}
+	inv := &inventory{at: now, left: map[ask]int{{}: 0}}
+	for i, st := range statuses {
+		if st != "available" {
+			continue
+		}
+		seat := l.Seats[i]
+		inv.left[ask{}]++
+		inv.left[ask{section: seat.Section}]++
+		inv.left[ask{tier: seat.PriceTier}]++
+		inv.left[ask{seat.Section, seat.PriceTier}]++
+	}
+	e.inv = inv
+	return inv, nil
+}
+
+// soldOut reports whether nothing is left of the event.
+func (inv *inventory) soldOut() bool { return inv != nil && inv.left[ask{}] == 0 }
+
+// short returns the sold-out answer to a best-available ask that fewer
+// seats are left for than it wants, nil otherwise.
+func (inv *inventory) short(eventID boxoffice.ID, b *boxoffice.BestAvailable) error {
+	if inv == nil || b == nil {
+		return nil
+	}
+	left := inv.left[ask{b.Section, b.PriceTier}]
+	if left >= b.Quantity {
+		return nil
+	}
+	where := "for this event"
+	switch {
+	case b.Section != "" && b.PriceTier != "":
+		where = fmt.Sprintf("in section %s at tier %s", b.Section, b.PriceTier)
+	case b.Section != "":
+		where = "in section " + b.Section
+	case b.PriceTier != "":
+		where = "at tier " + b.PriceTier
+	}
+	return boxoffice.SoldOutError(eventID, fmt.Sprintf("only %d seats are left %s, %d asked for", left, where, b.Quantity))
+}
+
+// errSoldOut is the answer to a request of a sold-out event.
+func errSoldOut(eventID boxoffice.ID) error {
+	return boxoffice.SoldOutError(eventID, "sold out: every seat is held or sold; the waitlist is open")
+}
+
+// soldOutMark returns the positions of the event's queue that the sell-out
+// answers: the recorded mark, raised to every position given so far when
+// the inventory now shows nothing left. An inventory that cannot be read
+// leaves the mark as it is.
+func (s *Service) soldOutMark(ctx context.Context, l *Layout, prog boxoffice.QueueProgress) (int64, error) {
+	inv, err := s.inventory(ctx, l)
+	if err != nil || !inv.soldOut() || prog.SoldOutUpTo >= prog.Admitted {
+		return prog.SoldOutUpTo, nil
+	}
+	return s.queue.MarkSoldOut(ctx, l.Event.ID)
+}
