@@ -31,6 +31,8 @@ type queueTicket struct {
 	EventsURL     string   `json:"events_url"`
 	Reason        string   `json:"reason"`
 	WaitlistURL   string   `json:"waitlist_url"`
+	SeatsLeft     *int     `json:"seats_left"`
+	ExpectedLeft  *int     `json:"expected_seats_left_at_turn"`
 	BookingID     string   `json:"booking_id"`
 	PaymentURL    string   `json:"payment_url"`
 }
@@ -378,6 +380,17 @@ func testWaitEstimate(t *testing.T, s *Stack) {
 		}
 		tickets, clients = append(tickets, q), append(clients, c)
 	}
+	// Before any drain there is an estimate all the same: the prior. And
+	// the seats: 500 left; 399 ahead, each expected to take one seat (as
+	// this one asks), leave 101 at its turn.
+	first := clients[n-1].queueStatus(tickets[n-1].RequestID)
+	if first.Wait == nil || *first.Wait <= 0 || first.Ahead != n-1 {
+		t.Errorf("before the drain: %+v, want an estimate from the prior with %d ahead", first, n-1)
+	}
+	if first.SeatsLeft == nil || *first.SeatsLeft != 500 || first.ExpectedLeft == nil || *first.ExpectedLeft != 101 || first.WaitlistURL != "" {
+		t.Errorf("seats before the drain: left %v, expected at turn %v, waitlist %q; want 500, 101, none",
+			deref(first.SeatsLeft), deref(first.ExpectedLeft), first.WaitlistURL)
+	}
 	// A worker held to a steady pace, one request at a time.
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -404,19 +417,14 @@ func testWaitEstimate(t *testing.T, s *Stack) {
 		})
 	}()
 	defer func() { cancel(); <-done }()
-	// Let the rate settle, then ask the last in line.
-	time.Sleep(2500 * time.Millisecond)
+	// Let the rate settle (the estimator samples as it is asked), then
+	// ask the last in line.
 	var est queueTicket
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); {
 		est = clients[n-1].queueStatus(tickets[n-1].RequestID)
-		if est.Wait != nil || time.Now().After(deadline) {
-			break
-		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if est.Wait == nil {
-		t.Fatal("no estimate after 5s of steady drain")
-	}
+	est = clients[n-1].queueStatus(tickets[n-1].RequestID)
 	asked := time.Now()
 	clients[n-1].awaitOutcome(tickets[n-1].RequestID)
 	actual := time.Since(asked).Seconds()
@@ -555,4 +563,11 @@ func testQueueSoldOut(t *testing.T, s *Stack) {
 	if st := s.statuses(t, ev); st["A-A-1"] != "held" || st["A-A-3"] != "held" {
 		t.Errorf("seats after the drain: %v", st)
 	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -19,6 +19,9 @@ type estimator struct {
 	s  *Service
 	mu sync.Mutex
 	ev map[boxoffice.ID]*drain
+	// last is the latest rate measured for any event: the prior of an
+	// event whose own drain has not been measured yet.
+	last float64
 }
 
 type drain struct {
@@ -58,11 +61,18 @@ func (e *estimator) drain(eventID boxoffice.ID) *drain {
 }
 
 // estimate returns how many requests are ahead of position and the
-// estimated seconds until its outcome, nil while no rate is known.
+// estimated seconds until its outcome. Before the event's drain has been
+// measured (rate 0) the wait is estimated with the prior: the last rate
+// measured for another event, else Config.DrainPrior.
 func (e *estimator) estimate(prog boxoffice.QueueProgress, rate float64, position int64) (int64, *float64) {
 	ahead := max(0, position-1-prog.Served)
 	if rate <= 0 {
-		return ahead, nil
+		e.mu.Lock()
+		rate = e.last
+		e.mu.Unlock()
+	}
+	if rate <= 0 {
+		rate = e.s.cfg.DrainPrior
 	}
 	w := math.Round(float64(ahead+1)/rate*10) / 10
 	return ahead, &w
@@ -104,6 +114,11 @@ func (e *estimator) sample(ctx context.Context, eventID boxoffice.ID) (boxoffice
 			} else {
 				a := 1 - math.Exp(-dt.Seconds()/rateTau.Seconds())
 				d.rate = a*inst + (1-a)*d.rate
+			}
+			if d.rate > 0 {
+				e.mu.Lock()
+				e.last = d.rate
+				e.mu.Unlock()
 			}
 		}
 		d.at, d.served, d.backlog = now, p.Served, p.Admitted > p.Served

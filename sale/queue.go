@@ -20,12 +20,22 @@ type QueueTicket struct {
 	QueuePosition int64                 `json:"queue_position"`
 	// Ahead is how many requests are still before this one.
 	Ahead int64 `json:"ahead"`
-	// EstimatedWaitSeconds is nil while there is no drain rate to go by
-	// (before the first requests are served).
-	EstimatedWaitSeconds *float64  `json:"estimated_wait_seconds"`
-	SaleOpensAt          time.Time `json:"sale_opens_at"`
-	StatusURL            string    `json:"status_url"`
-	EventsURL            string    `json:"events_url"`
+	// EstimatedWaitSeconds is set while the request waits (queued, or in
+	// the waiting room): from the event's measured drain rate, or before
+	// there is one from the prior (see Config.DrainPrior). Nil once it has
+	// an outcome.
+	EstimatedWaitSeconds *float64 `json:"estimated_wait_seconds"`
+	// SeatsLeft is how many seats of the request's kind (its section, or
+	// the section and tier of a best-available ask) are available now, and
+	// ExpectedSeatsLeft how many are expected to be left at its turn, if
+	// the requests ahead take seats as the served ones did: someone far
+	// back whose ask will likely not be met can join the waitlist now
+	// (WaitlistURL is set then). Unset without a seat map to count from.
+	SeatsLeft         *int      `json:"seats_left,omitempty"`
+	ExpectedSeatsLeft *int      `json:"expected_seats_left_at_turn,omitempty"`
+	SaleOpensAt       time.Time `json:"sale_opens_at"`
+	StatusURL         string    `json:"status_url"`
+	EventsURL         string    `json:"events_url"`
 	// Outcome, once there is one.
 	Reason     string       `json:"reason,omitempty"`
 	Message    string       `json:"message,omitempty"`
@@ -157,6 +167,41 @@ func (s *Service) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *Lay
 	return nil, errSoldOut(l.Event.ID)
 }
 
+// seatsAtTurn fills in how many seats of the request's kind are left now and
+// are expected to be left when its turn comes. The requests ahead are
+// assumed to take, per request, as many seats as the served ones did (or,
+// before any was served, as many as this one asks), spread over the event
+// as what is left is: the request's kind keeps its share.
+func (s *Service) seatsAtTurn(ctx context.Context, t *QueueTicket, r *boxoffice.QueuedRequest, prog boxoffice.QueueProgress) {
+	l, err := s.Layout(ctx, r.EventID)
+	if err != nil {
+		return
+	}
+	inv, err := s.inventory(ctx, l)
+	if err != nil || inv == nil {
+		return
+	}
+	kind, wanted := ask{}, len(r.SeatIDs)
+	if b := r.Best; b != nil {
+		kind, wanted = ask{b.Section, b.PriceTier}, b.Quantity
+	} else if len(r.SeatIDs) > 0 {
+		kind = ask{section: boxoffice.SectionOf(r.SeatIDs[0])}
+	}
+	left, all := inv.left[kind], inv.left[ask{}]
+	perRequest := float64(wanted)
+	if prog.Served > 0 {
+		perRequest = min(float64(len(l.Seats)-all)/float64(prog.Served), float64(s.cfg.MaxSeatsPerRequest))
+	}
+	expected := 0
+	if all > 0 {
+		expected = int(math.Round(float64(left) * max(0, 1-float64(t.Ahead)*perRequest/float64(all))))
+	}
+	t.SeatsLeft, t.ExpectedSeatsLeft = &left, &expected
+	if expected < wanted {
+		t.WaitlistURL = boxoffice.WaitlistURL(r.EventID)
+	}
+}
+
 // QueueStatus returns a queued request as its owner sees it (ENOTFOUND for
 // anyone else but an admin).
 func (s *Service) QueueStatus(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*QueueTicket, error) {
@@ -202,6 +247,7 @@ func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTi
 			}
 		}
 		t.Ahead, t.EstimatedWaitSeconds = s.estimator.estimate(prog, rate, r.Position)
+		s.seatsAtTurn(ctx, t, r, prog)
 	case boxoffice.QueueWaiting:
 		// Until the draw nobody knows the place; the wait is at least the
 		// time to the opening.

@@ -39,6 +39,11 @@ type Config struct {
 	// PreQueueWindow is how long before a queued sale opens its waiting
 	// room takes requests (default 1h).
 	PreQueueWindow time.Duration
+	// DrainPrior is the drain rate (requests/s) waits are estimated with
+	// before this process has measured one (default 2,000: a little under
+	// two workers' batched drain on a small machine, docs/benchmarks.md).
+	// Once any event's drain was measured, its last rate is the prior.
+	DrainPrior float64
 	// AdmitDeadline bounds the time from a queued request's admission to
 	// its 202: a request the log has not taken by then is answered 503
 	// (its retry replays it). A queue state rebuilt after Redis lost it
@@ -91,6 +96,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PreQueueWindow <= 0 {
 		c.PreQueueWindow = time.Hour
+	}
+	if c.DrainPrior <= 0 {
+		c.DrainPrior = 2000
 	}
 	if c.MaxLivePerUser <= 0 {
 		c.MaxLivePerUser = 1

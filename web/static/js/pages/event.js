@@ -437,7 +437,7 @@ export async function render(main, [id], scope, navigate) {
         showError(msg, e);
       }
     }));
-    return h('section', { class: 'card', 'aria-labelledby': 'wl-h' },
+    return h('section', { class: 'card', id: 'waitlist', 'aria-labelledby': 'wl-h' },
       h('h2', { id: 'wl-h' }, 'Waitlist'),
       h('p', { class: 'small muted' }, 'Sold out, or nothing you like? Seats that come back (unpaid holds, cancellations) are offered to the waitlist first, in the order people joined.'),
       h('div', { class: 'row' }, field('How many', qty), field('Where', area)), btn, msg);

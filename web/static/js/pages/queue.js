@@ -75,7 +75,8 @@ export async function render(main, [id], scope, navigate) {
       // How far the line has moved since this page first saw it; a sliver
       // at the start so that the bar reads as a bar.
       bar.value = top > 0 ? Math.max(3, Math.round(((top - t.ahead) / (top + 1)) * 100)) : 95;
-      fill(wait, 'Estimated wait: ', h('strong', {}, roughly(t.estimated_wait_seconds)));
+      fill(wait, 'Estimated wait: ', h('strong', {}, roughly(t.estimated_wait_seconds)),
+        seatsAtTurn(t));
     }
     const now = Date.now();
     if (t.status !== lastStatus || now - lastSaid > ANNOUNCE_MS) {
@@ -84,6 +85,18 @@ export async function render(main, [id], scope, navigate) {
         : `Number ${t.queue_position} in the queue, ${t.ahead} ahead of you. Estimated wait ${roughly(t.estimated_wait_seconds)}.`;
     }
     lastStatus = t.status;
+  }
+
+  // How many seats of the kind asked for are left, and are likely to be at
+  // this request's turn; a waitlist link when too few are.
+  function seatsAtTurn(t) {
+    if (t.seats_left == null || t.expected_seats_left_at_turn == null) return null;
+    const p = h('p', { id: 'seats-at-turn' },
+      `${count(t.seats_left)} ${t.seats_left === 1 ? 'seat' : 'seats'} of your kind left now; about ${count(t.expected_seats_left_at_turn)} expected at your turn.`);
+    if (t.waitlist_url) {
+      p.append(' ', h('a', { href: `/app/events/${t.event_id}#waitlist` }, 'Probably not enough: you can join the waitlist now.'));
+    }
+    return p;
   }
 
   function rejected(t) {
