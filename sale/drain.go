@@ -41,7 +41,36 @@ import (
 // its own booking (its id), so a second delivery re-takes its own seats
 // and finds its booking by its idempotency record.
 func (s *Service) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
-	ps := s.undecided(ctx, drainOrder(batch))
+	rs := drainOrder(batch)
+	for attempt := 0; ; attempt++ {
+		// A request whose lease another worker holds (two workers handed
+		// the same requests: a rebalance, or the embedded log's workers)
+		// is waited for a little: it is usually decided by then, and then
+		// skipped. Past that it is left to redelivery.
+		inflight, err := s.serveOnce(ctx, rs)
+		if err != nil || len(inflight) == 0 {
+			return err
+		}
+		if attempt == inflightAttempts {
+			return boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "%d requests of the batch are being served by another worker", len(inflight))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(25<<attempt) * time.Millisecond):
+		}
+		rs = inflight
+	}
+}
+
+// inflightAttempts bounds how often ServeBatch waits for requests another
+// worker is serving (25 ms, doubling: about 1.5 s in all).
+const inflightAttempts = 6
+
+// serveOnce decides rs and returns those another worker holds the lease of;
+// err is why others were left undecided.
+func (s *Service) serveOnce(ctx context.Context, rs []*boxoffice.QueuedRequest) (inflight []*boxoffice.QueuedRequest, err error) {
+	ps := s.undecided(ctx, rs)
 	defer each(ps, func(p *queued) {
 		if p.release != nil {
 			p.release()
@@ -52,7 +81,13 @@ func (s *Service) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedReque
 	s.soldOutQueued(ctx, ps) // after the replay: a request booked before keeps its booking
 	s.holdQueued(ctx, ps)
 	s.bookQueued(ctx, ps)
-	return s.finishQueued(ctx, ps)
+	err = s.finishQueued(ctx, ps)
+	for _, p := range ps {
+		if p.out == nil && isCode(p.err, boxoffice.EIDEMINFLIGHT) {
+			inflight = append(inflight, p.r)
+		}
+	}
+	return inflight, err
 }
 
 // queued is one request of a batch on its way through ServeBatch. Exactly
@@ -351,9 +386,10 @@ func (s *Service) finishQueued(ctx context.Context, ps []*queued) error {
 		first error
 	)
 	for _, p := range ps {
-		if p.out != nil {
+		switch {
+		case p.out != nil:
 			rs, outs = append(rs, p.r), append(outs, *p.out)
-		} else if first == nil {
+		case first == nil && !isCode(p.err, boxoffice.EIDEMINFLIGHT): // those are waited for
 			first = p.err
 		}
 	}
@@ -379,12 +415,31 @@ func (s *Service) finishQueued(ctx context.Context, ps []*queued) error {
 	return first
 }
 
-// each runs fn for every request at once: the lock store's client sends
-// concurrent calls in one pipelined round trip.
+// each runs fn for every request, eachParallel at a time: the lock store's
+// client pipelines concurrent calls, so a batch costs a few round trips,
+// not one per request (and not a goroutine per request either).
 func each(ps []*queued, fn func(p *queued)) {
-	var wg sync.WaitGroup
-	for _, p := range ps {
-		wg.Go(func() { fn(p) })
+	n := min(len(ps), eachParallel)
+	if n <= 1 {
+		for _, p := range ps {
+			fn(p)
+		}
+		return
 	}
+	next := make(chan *queued)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for p := range next {
+				fn(p)
+			}
+		})
+	}
+	for _, p := range ps {
+		next <- p
+	}
+	close(next)
 	wg.Wait()
 }
+
+const eachParallel = 64
