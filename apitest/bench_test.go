@@ -6,14 +6,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/redis"
 	"github.com/boxoffice/boxoffice/sqlite"
 )
 
@@ -143,4 +146,86 @@ func BenchmarkSeatMapGET(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchmarkReserve is the direct-sale reserve over HTTP, embedded and in
+// the production shape (PostgreSQL with a pool of 32, Redis holds and
+// leases), at low contention (Random: a different seat of a 70,000-seat
+// event per request) and at flash-sale contention (Hot: every request on
+// one of 10 seats, so all but the first ten are refused with 409), each
+// request from a fresh user. Run beside the bare handler, 64 in flight:
+//
+//	BOXOFFICE_BENCH_PARALLELISM=32 go test ./apitest -run '^$' -bench 'BareHandler|Reserve/' -benchtime 20000x
+func BenchmarkReserve(b *testing.B) {
+	shapes := []struct {
+		name  string
+		stack func(b *testing.B) *Stack
+	}{
+		{"Embedded", benchStack},
+		{"Production", func(b *testing.B) *Stack {
+			admin, pgURL, client := benchServers(b)
+			prefix := redisPrefix(b, client, "apitest-bench:")
+			store := openSchemaStore(b, admin, withQuery(b, pgURL, "pool_max_conns", "32"), "reservebench_")
+			return NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
+				HoldTTL: 10 * time.Minute})
+		}},
+	}
+	for _, shape := range shapes {
+		for _, load := range []string{"Random", "Hot"} {
+			b.Run(shape.name+"/"+load, func(b *testing.B) { runReserveBench(b, shape.stack(b), load) })
+		}
+	}
+}
+
+func runReserveBench(b *testing.B, s *Stack, load string) {
+	ev := s.newEvent(b, eventBody(s, section{"S", "t", 1000, 70, 1000}))
+	tokens := make([]string, b.N)
+	for i := range tokens {
+		tokens[i] = s.Token(b, fmt.Sprintf("reserve-bench-%d", i), "")
+	}
+	hc := benchClient()
+	var seq, granted atomic.Int64
+	b.SetParallelism(benchParallelism())
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := seq.Add(1) - 1
+			n := (i * 7919) % 70_000 // a permutation: no seat asked twice
+			if load == "Hot" {
+				n = i % 10
+			}
+			seat := boxoffice.SeatID("S", boxoffice.RowLabel(int(n/1000)+1), int(n%1000)+1)
+			body := fmt.Sprintf(`{"event_id":"%s","seat_ids":["%s"],"idempotency_key":"k"}`, ev, seat)
+			req, _ := http.NewRequest("POST", s.URL+"/bookings/reserve", bytes.NewBufferString(body))
+			req.Header.Set("Authorization", "Bearer "+tokens[i])
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusCreated:
+				granted.Add(1)
+			case http.StatusConflict:
+			default:
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(float64(granted.Load())/b.Elapsed().Seconds(), "holds/s")
+}
+
+// withQuery sets a query parameter of a URL.
+func withQuery(tb testing.TB, u, key, value string) string {
+	tb.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q := p.Query()
+	q.Set(key, value)
+	p.RawQuery = q.Encode()
+	return p.String()
 }
