@@ -46,6 +46,9 @@ type Store struct {
 	Now func() time.Time
 }
 
+// bookingWriters is how many group-commit batches of bookings run at once.
+const bookingWriters = 2
+
 // Open connects to the database at url (a postgres:// URL or a key=value
 // DSN; runtime parameters such as search_path are passed through), applies
 // any pending migrations and returns the Store. It fails with EUNAVAILABLE
@@ -68,9 +71,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, Now: time.Now}
-	// A quarter of the pool writes bookings at a time, leaving the rest to
-	// the reads and the other writes; each batch takes what queued meanwhile.
-	s.bookings = &bookingCombiner{write: s.CreateBookings, runners: max(2, int(cfg.MaxConns)/4), maxBatch: 256}
+	// Two batches of bookings are written at a time, each taking what
+	// queued meanwhile. Few writers make big batches: a batch costs the
+	// same handful of statements whatever its size, so on a small server
+	// more writers only mean more statements per booking (measured: a
+	// quarter of a 32-connection pool, 8 writers, gave half the bookings
+	// per second of 2; docs/benchmarks.md).
+	s.bookings = &bookingCombiner{write: s.CreateBookings, runners: bookingWriters, maxBatch: 256}
 	return s, nil
 }
 

@@ -240,5 +240,5 @@ func (s *Service) reserveListing(ctx context.Context, u boxoffice.User, req Rese
 	// An inactive listing is refused inside reserve, after the replay: a
 	// retry of the purchase that sold it must get its answer back.
 	return s.reserve(ctx, u, l, ReserveRequest{EventID: ls.EventID, SeatIDs: []string{ls.SeatID},
-		IdempotencyKey: req.IdempotencyKey, ListingID: ls.ID}, hash, 0, ls)
+		IdempotencyKey: req.IdempotencyKey, ListingID: ls.ID}, hash, ls)
 }

@@ -62,7 +62,7 @@ func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequ
 	if !l.Event.SaleOpen(now) {
 		return nil, saleClosed(l.Event, now)
 	}
-	return s.reserve(ctx, u, l, req, hash, 0, nil)
+	return s.reserve(ctx, u, l, req, hash, nil)
 }
 
 // checkReserve validates a reserve request against its event: the key, the
@@ -101,38 +101,32 @@ func saleClosed(ev *boxoffice.Event, now time.Time) error {
 }
 
 // reserve holds the seats and writes the pending booking with its
-// idempotency record. id is the booking's id: 0 draws a new one (a direct
-// sale); a queued request passes its own, so that a redelivered request
-// holds as the same owner and finds its booking instead of making another.
-// A resale purchase passes its listing: one seat, at the listing's price.
-func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req ReserveRequest, hash string, id boxoffice.ID, listing *boxoffice.Listing) (*ReserveResult, error) {
+// idempotency record, under a new booking id. A resale purchase passes its
+// listing: one seat, at the listing's price.
+func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req ReserveRequest, hash string, listing *boxoffice.Listing) (*ReserveResult, error) {
 	ev := l.Event
-	// The lease first, then the look-up: a finished first request has
-	// released its lease and left its record, so one look-up under the
-	// lease sees it; a running one holds the lease and this retry gets 409.
-	var release func()
-	var err error
-	if id == 0 {
-		release, err = s.lease(ctx, "reserve", u.ID, req.IdempotencyKey)
-	} else {
-		// A queued request's worker may be killed holding it; a short lease
-		// lets the redelivery proceed soon. Past it, two live workers on one
-		// request cannot sell twice (same booking id, one insert wins), at
-		// worst the loser's hold supersedes the booking's fence and its
-		// confirm fails (EHOLDLOST).
-		release, err = s.leases.TryLease(ctx, leaseKey("reserve", u.ID, req.IdempotencyKey), queuedLease)
-	}
+	// The lease first: a running first request holds it, and this retry
+	// gets 409; a finished one has left its record.
+	release, err := s.lease(ctx, "reserve", u.ID, req.IdempotencyKey)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	// The record is looked up first only for a resale purchase, whose
+	// retry must get its answer although the listing it sold is no longer
+	// active. A seat reserve saves the database read: a retry of one that
+	// succeeded finds its seats held by its own first booking (or, for a
+	// best-available ask, its key taken when the booking is written), and
+	// only then is the record read (replayIfAnswered).
 	var res ReserveResult
-	if err := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &res); !errors.Is(err, errNoRecord) {
-		if err != nil {
-			return nil, err
+	if listing != nil {
+		if err := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &res); !errors.Is(err, errNoRecord) {
+			if err != nil {
+				return nil, err
+			}
+			res.Replayed = true
+			return &res, nil
 		}
-		res.Replayed = true
-		return &res, nil
 	}
 
 	var amount int64
@@ -143,10 +137,9 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req 
 		}
 		amount, listingID = listing.PriceCents, listing.ID
 	}
-	if id == 0 {
-		if id, err = s.ids.NextID(); err != nil {
-			return nil, err
-		}
+	id, err := s.ids.NextID()
+	if err != nil {
+		return nil, err
 	}
 	// The hold starts when the lock store runs the acquire, after this;
 	// counting from here, the booking never claims a hold longer than the
@@ -162,6 +155,9 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req 
 		hold, err = s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: ev.ID, SeatIDs: req.SeatIDs, Owner: id, TTL: ttl})
 	}
 	if err != nil {
+		if won, ok := s.replayIfAnswered(ctx, u.ID, req.IdempotencyKey, hash); ok {
+			return won.res, won.err
+		}
 		return nil, err
 	}
 	if listing == nil {
@@ -175,18 +171,13 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req 
 		return nil, err
 	}
 	if err := s.store.CreateBooking(ctx, boxoffice.NewBooking{Booking: b, TicketLimit: ev.TicketLimit, Idempotency: rec}); err != nil {
-		// Another attempt with this key won (our lease ran out): its answer
-		// is ours. With a request's own id it may also hold as the same
-		// owner, so its hold must not be released.
-		var won ReserveResult
-		if rerr := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &won); rerr == nil {
-			if won.BookingID != id {
-				s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
-			}
-			won.Replayed = true
-			return &won, nil
-		}
 		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
+		// An earlier request with this key was answered (a retry whose
+		// seats were free again, or another attempt that won once our
+		// lease ran out): its answer is ours.
+		if won, ok := s.replayIfAnswered(ctx, u.ID, req.IdempotencyKey, hash); ok {
+			return won.res, won.err
+		}
 		return nil, err
 	}
 	return &res, nil
@@ -217,6 +208,30 @@ func (s *Service) newBooking(l *Layout, userID string, hold boxoffice.Hold, star
 		res.SeatIDs = b.SeatIDs
 	}
 	return b, res
+}
+
+// answer is the stored answer to an earlier request with the same key.
+type answer struct {
+	res *ReserveResult
+	err error
+}
+
+// replayIfAnswered reads the record of (user, key) after a failed hold: ok
+// when an earlier request with this key was answered (its answer, or
+// EIDEMMISMATCH if it was another request), so that a retry gets the
+// first answer rather than the failure its own attempt met.
+func (s *Service) replayIfAnswered(ctx context.Context, userID, key, hash string) (answer, bool) {
+	var res ReserveResult
+	switch err := s.replay(ctx, userID, key, hash, &res); {
+	case errors.Is(err, errNoRecord):
+		return answer{}, false
+	case isCode(err, boxoffice.EIDEMMISMATCH):
+		return answer{err: err}, true
+	case err != nil:
+		return answer{}, false // the store's failure: the hold's error stands
+	}
+	res.Replayed = true
+	return answer{res: &res}, true
 }
 
 // releaseHold gives seats back to the lock layer on a failed path. A failure
