@@ -80,7 +80,11 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		return err
 	}
 	if b.ListingID == 0 && b.WaitlistEntryID == 0 {
-		return s.bookings.create(ctx, nb) // group commit
+		answer, err := s.bookings.call(ctx, nb) // group commit
+		if err != nil {
+			return err
+		}
+		return answer
 	}
 	return s.createBooking(ctx, nb)
 }

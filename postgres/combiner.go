@@ -4,49 +4,48 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/boxoffice/boxoffice"
 )
 
-// bookingCombiner is the group commit of concurrent CreateBooking calls:
-// the bookings that arrive while others are being written are written
-// together, in one CreateBookings transaction, so that a burst of reserves
-// costs a few commits (and a few round trips each) instead of one of each
-// per booking, and the disk's flush rate stops bounding bookings per
-// second.
+// combiner runs concurrent calls of one kind together: the calls that
+// arrive while others are running are handed to do as one batch. It is the
+// group commit of CreateBooking (a burst of reserves costs a few
+// CreateBookings transactions, a few round trips and one commit each,
+// instead of one of each per booking, so the disk's flush rate stops
+// bounding bookings per second) and the batching of idempotency look-ups
+// (one statement for many, where the statement's fixed cost in the server
+// is most of a primary-key read's).
 //
-// There is no timer: a booking that finds a runner free is written at once,
-// alone. Up to runners batches are written at a time (each its own
-// transaction, on its own connection); the bookings that queue meanwhile
-// form the next batch, up to maxBatch. A caller that gives up (its context
-// done) before its batch starts is answered with its context's error and is
-// left out; once its batch runs, it is written or not with the others.
-//
-// Each booking keeps the answer it would have had alone: CreateBookings
-// decides a batch as if its bookings were written one after the other.
-type bookingCombiner struct {
-	write    func(ctx context.Context, nbs []boxoffice.NewBooking) ([]error, error)
+// There is no timer: a call that finds a runner free runs at once, alone.
+// Up to runners batches run at a time (each on its own connection); the
+// calls that queue meanwhile form the next batch, up to maxBatch. A caller
+// that gives up (its context done) before its batch starts is answered
+// with its context's error and left out; once its batch runs, it is done
+// or not with the others. do answers each call of the batch (out[i]), or
+// the whole batch with err.
+type combiner[In, Out any] struct {
+	do       func(ctx context.Context, in []In) (out []Out, err error)
 	runners  int
 	maxBatch int
 
 	mu      sync.Mutex
-	queue   []*bookingCall
+	queue   []*combinedCall[In, Out]
 	running int
 }
 
-// batchTimeout bounds one batch's transaction.
+// batchTimeout bounds one batch.
 const batchTimeout = 30 * time.Second
 
-type bookingCall struct {
+type combinedCall[In, Out any] struct {
 	ctx  context.Context
-	nb   boxoffice.NewBooking
+	in   In
+	out  Out
 	err  error
 	done chan struct{}
 }
 
-// create writes nb with the next batch and returns its answer.
-func (c *bookingCombiner) create(ctx context.Context, nb boxoffice.NewBooking) error {
-	call := &bookingCall{ctx: ctx, nb: nb, done: make(chan struct{})}
+// call runs in with the next batch and returns its answer.
+func (c *combiner[In, Out]) call(ctx context.Context, in In) (Out, error) {
+	call := &combinedCall[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, call)
 	run := c.running < c.runners
@@ -58,13 +57,13 @@ func (c *bookingCombiner) create(ctx context.Context, nb boxoffice.NewBooking) e
 		go c.run()
 	}
 	<-call.done
-	return call.err
+	return call.out, call.err
 }
 
-// run writes batches until the queue is empty, on a goroutine of its own:
+// run runs batches until the queue is empty, on a goroutine of its own:
 // under a steady load it may run for long, and no caller waits for more
 // than its own batch.
-func (c *bookingCombiner) run() {
+func (c *combiner[In, Out]) run() {
 	for {
 		c.mu.Lock()
 		if len(c.queue) == 0 {
@@ -76,46 +75,46 @@ func (c *bookingCombiner) run() {
 		batch := c.queue[:n:n]
 		c.queue = c.queue[n:]
 		c.mu.Unlock()
-		c.write1(batch)
+		c.runBatch(batch)
 	}
 }
 
-func (c *bookingCombiner) write1(batch []*bookingCall) {
+func (c *combiner[In, Out]) runBatch(batch []*combinedCall[In, Out]) {
 	live := batch[:0:0]
-	nbs := make([]boxoffice.NewBooking, 0, len(batch))
+	in := make([]In, 0, len(batch))
 	for _, call := range batch {
 		if err := call.ctx.Err(); err != nil {
 			call.err = err
 			close(call.done)
 			continue
 		}
-		live, nbs = append(live, call), append(nbs, call.nb)
+		live, in = append(live, call), append(in, call.in)
 	}
 	if len(live) == 0 {
 		return
 	}
-	// The batch is written under no caller's context: one caller leaving
-	// must not roll back the others' bookings. It may take as long as the
-	// most patient of them allows, up to batchTimeout.
+	// The batch runs under no caller's context: one caller leaving must
+	// not roll back the others' writes. It may take as long as the most
+	// patient of them allows, up to batchTimeout.
 	deadline := time.Now().Add(batchTimeout)
 	if latest, ok := latestDeadline(live); ok && latest.Before(deadline) {
 		deadline = latest
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(live[0].ctx), deadline)
-	errs, err := c.write(ctx, nbs)
+	out, err := c.do(ctx, in)
 	cancel()
 	for i, call := range live {
 		if err != nil {
 			call.err = err
 		} else {
-			call.err = errs[i]
+			call.out = out[i]
 		}
 		close(call.done)
 	}
 }
 
 // latestDeadline is the latest deadline of the calls, if every one has one.
-func latestDeadline(calls []*bookingCall) (time.Time, bool) {
+func latestDeadline[In, Out any](calls []*combinedCall[In, Out]) (time.Time, bool) {
 	var latest time.Time
 	for _, call := range calls {
 		d, ok := call.ctx.Deadline()

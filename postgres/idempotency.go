@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,20 +14,30 @@ var errIdemInFlight = boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with 
 // Idempotency returns the record for (userID, key), or ENOTFOUND. An
 // expired record not yet purged is returned as it is; the caller compares
 // ExpiresAt with its clock.
+//
+// Concurrent look-ups are read together, one statement for many (see
+// combiner): under a flash sale every refused hold reads its key's record.
 func (s *Store) Idempotency(ctx context.Context, userID, key string) (*boxoffice.IdempotencyRecord, error) {
-	r := boxoffice.IdempotencyRecord{UserID: userID, Key: key}
-	err := s.pool.QueryRow(ctx, `
-		SELECT request_hash, status, body, created_at, expires_at
-		FROM idempotency_keys WHERE user_id = $1 AND key = $2`, userID, key).
-		Scan(&r.RequestHash, &r.Status, &r.Body, &r.CreatedAt, &r.ExpiresAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	r, err := s.idempotency.call(ctx, idemKey{userID, key})
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no idempotency record for this key")
 	}
-	if err != nil {
-		return nil, translate(err)
+	return r, nil
+}
+
+// idemKey names an idempotency record.
+type idemKey struct{ user, key string }
+
+// idempotencies is Idempotencies for the combiner.
+func (s *Store) idempotencies(ctx context.Context, ks []idemKey) ([]*boxoffice.IdempotencyRecord, error) {
+	users, keys := make([]string, len(ks)), make([]string, len(ks))
+	for i, k := range ks {
+		users[i], keys[i] = k.user, k.key
 	}
-	r.CreatedAt, r.ExpiresAt = r.CreatedAt.UTC(), r.ExpiresAt.UTC()
-	return &r, nil
+	return s.Idempotencies(ctx, users, keys)
 }
 
 // Idempotencies reads the records of many (user, key) pairs in one

@@ -39,8 +39,10 @@ var _ boxoffice.Store = (*Store)(nil)
 // Store is a boxoffice.Store on a pgx connection pool. Create it with Open.
 type Store struct {
 	pool *pgxpool.Pool
-	// bookings group-commits concurrent CreateBooking calls.
-	bookings *bookingCombiner
+	// bookings group-commits concurrent CreateBooking calls; idempotency
+	// reads concurrent Idempotency look-ups in one statement.
+	bookings    *combiner[boxoffice.NewBooking, error]
+	idempotency *combiner[idemKey, *boxoffice.IdempotencyRecord]
 	// Now is the clock for the few writes whose time the port does not pass
 	// in (MarkCaptured). Open sets it to time.Now.
 	Now func() time.Time
@@ -77,7 +79,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	// more writers only mean more statements per booking (measured: a
 	// quarter of a 32-connection pool, 8 writers, gave half the bookings
 	// per second of 2; docs/benchmarks.md).
-	s.bookings = &bookingCombiner{write: s.CreateBookings, runners: bookingWriters, maxBatch: 256}
+	s.bookings = &combiner[boxoffice.NewBooking, error]{do: s.CreateBookings, runners: bookingWriters, maxBatch: 256}
+	s.idempotency = &combiner[idemKey, *boxoffice.IdempotencyRecord]{do: s.idempotencies, runners: bookingWriters, maxBatch: 256}
 	return s, nil
 }
 
