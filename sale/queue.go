@@ -108,9 +108,14 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 	// attempt may have died between the state and the log. The worker
 	// takes a request once, however often it is delivered.
 	if !e.Status.Final() {
-		actx, cancel := ctx, context.CancelFunc(func() {})
+		// Appended whether or not the client still waits: a request the
+		// state admitted but the log never got would hold its user's live
+		// slot with nothing to serve it, until a retry with its key. The
+		// admission deadline (or detach's bound) still ends the wait.
+		actx, cancel := detach(ctx)
 		if d := s.cfg.AdmitDeadline; d > 0 {
-			actx, cancel = context.WithDeadline(ctx, admitted.Add(d))
+			cancel()
+			actx, cancel = context.WithDeadline(context.WithoutCancel(ctx), admitted.Add(d))
 		}
 		err := s.reqLog.Append(actx, e.Request)
 		cancel()
