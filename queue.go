@@ -191,3 +191,28 @@ type Notifier interface {
 	// Listen calls fn with every notice, from any process, until ctx ends.
 	Listen(ctx context.Context, fn func(QueueNotice)) error
 }
+
+// CheckOutcomes is what FinishMany checks first, in every implementation:
+// as many outcomes as requests, each of them final (EINVALID otherwise).
+func CheckOutcomes(rs []*QueuedRequest, os []QueueOutcome) error {
+	if len(rs) != len(os) {
+		return Errorf(EINVALID, "%d outcomes for %d requests", len(os), len(rs))
+	}
+	for _, o := range os {
+		if !o.Status.Final() {
+			return Errorf(EINVALID, "outcome status %q is not final", o.Status)
+		}
+	}
+	return nil
+}
+
+// FinishOne is Finish as a FinishMany of one request.
+func FinishOne(ctx context.Context, q interface {
+	FinishMany(ctx context.Context, rs []*QueuedRequest, os []QueueOutcome) ([]bool, error)
+}, r *QueuedRequest, o QueueOutcome) (bool, error) {
+	first, err := q.FinishMany(ctx, []*QueuedRequest{r}, []QueueOutcome{o})
+	if err != nil {
+		return false, err
+	}
+	return first[0], nil
+}

@@ -165,13 +165,8 @@ func (s *State) EntryByKey(ctx context.Context, eventID boxoffice.ID, userID, ke
 	if boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
 		return e, err
 	}
-	whole, werr := s.whole(ctx)
-	if werr != nil {
-		return nil, werr
-	}
-	if !whole {
-		s.startRebuild()
-		return nil, boxoffice.QueueColdError()
+	if cerr := s.coldUnlessWhole(ctx); cerr != nil {
+		return nil, cerr
 	}
 	return nil, err
 }
@@ -216,15 +211,24 @@ func (s *State) missing(ctx context.Context, ids []boxoffice.ID) (map[boxoffice.
 	if len(recs) == len(ids) {
 		return recs, nil
 	}
+	if err := s.coldUnlessWhole(ctx); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// coldUnlessWhole is nil when the cache is known to be whole (a request it
+// does not know, it never knew); else the cold error, and a rebuild starts.
+func (s *State) coldUnlessWhole(ctx context.Context) error {
 	whole, err := s.whole(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !whole {
 		s.startRebuild()
-		return nil, boxoffice.QueueColdError()
+		return boxoffice.QueueColdError()
 	}
-	return recs, nil
+	return nil
 }
 
 func entryOf(rec boxoffice.QueueRecord) *boxoffice.QueueEntry {
@@ -239,24 +243,15 @@ func entryOf(rec boxoffice.QueueRecord) *boxoffice.QueueEntry {
 // journal's first outcome is the one that counts, also when a redelivery
 // decided differently; a request still waiting for the draw gets none.
 func (s *State) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
-	first, err := s.FinishMany(ctx, []*boxoffice.QueuedRequest{r}, []boxoffice.QueueOutcome{o})
-	if err != nil {
-		return false, err
-	}
-	return first[0], nil
+	return boxoffice.FinishOne(ctx, s, r, o)
 }
 
 // FinishMany is Finish for a batch: the cache's entries read at once (one
 // pipelined round trip), the journal written in one statement, the cache
 // finished in one more round trip.
 func (s *State) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, os []boxoffice.QueueOutcome) ([]bool, error) {
-	if len(rs) != len(os) {
-		return nil, boxoffice.Errorf(boxoffice.EINVALID, "%d outcomes for %d requests", len(os), len(rs))
-	}
-	for _, o := range os {
-		if !o.Status.Final() {
-			return nil, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
-		}
+	if err := boxoffice.CheckOutcomes(rs, os); err != nil {
+		return nil, err
 	}
 	entries, err := s.cache.Entries(ctx, rs)
 	if err != nil {

@@ -348,25 +348,18 @@ func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.Que
 // log delivered it), so Finish is one script call, not a look-up by id
 // first; the script checks that the entry there is this request's.
 func (q *QueueState) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
-	first, err := q.FinishMany(ctx, []*boxoffice.QueuedRequest{r}, []boxoffice.QueueOutcome{o})
-	if err != nil {
-		return false, err
-	}
-	return first[0], nil
+	return boxoffice.FinishOne(ctx, q, r, o)
 }
 
 // FinishMany is Finish for a batch: one finish script per request, all in
 // one pipelined round trip (on a cluster, one per node, in parallel).
 func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, os []boxoffice.QueueOutcome) ([]bool, error) {
-	if len(rs) != len(os) {
-		return nil, boxoffice.Errorf(boxoffice.EINVALID, "%d outcomes for %d requests", len(os), len(rs))
+	if err := boxoffice.CheckOutcomes(rs, os); err != nil {
+		return nil, err
 	}
 	execs := make([]rueidis.LuaExec, len(rs))
 	for i, r := range rs {
 		o := os[i]
-		if !o.Status.Final() {
-			return nil, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
-		}
 		var held int64
 		if !o.HeldUntil.IsZero() {
 			held = o.HeldUntil.UnixMilli()

@@ -231,22 +231,13 @@ func (q *Queue) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEnt
 
 // Finish records the outcome of a queued request once.
 func (q *Queue) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
-	first, err := q.FinishMany(ctx, []*boxoffice.QueuedRequest{r}, []boxoffice.QueueOutcome{o})
-	if err != nil {
-		return false, err
-	}
-	return first[0], nil
+	return boxoffice.FinishOne(ctx, q, r, o)
 }
 
 // FinishMany records a batch of outcomes in one transaction.
 func (q *Queue) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, os []boxoffice.QueueOutcome) ([]bool, error) {
-	if len(rs) != len(os) {
-		return nil, boxoffice.Errorf(boxoffice.EINVALID, "%d outcomes for %d requests", len(os), len(rs))
-	}
-	for _, o := range os {
-		if !o.Status.Final() {
-			return nil, boxoffice.Errorf(boxoffice.EINVALID, "outcome status %q is not final", o.Status)
-		}
+	if err := boxoffice.CheckOutcomes(rs, os); err != nil {
+		return nil, err
 	}
 	first := make([]bool, len(rs))
 	if len(rs) == 0 {
