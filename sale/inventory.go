@@ -25,6 +25,9 @@ import (
 type inventory struct {
 	at   time.Time
 	left map[ask]int // available seats per (section, tier), "" for any
+	// failed: the seat map could not be read at this time; nothing is
+	// known, and nobody asks again before inventoryTTL has passed.
+	failed error
 }
 
 // ask is what a request wants seats of: a section, a price tier, either or
@@ -34,6 +37,10 @@ type ask struct{ section, tier string }
 // inventoryTTL bounds the age of an inventory, and so how late a sell-out
 // is noticed.
 const inventoryTTL = time.Second
+
+// inventoryWait bounds how long a count waits for the seat map: the front
+// door must not wait on a database that is down (it does not need one).
+const inventoryWait = 500 * time.Millisecond
 
 type inventories struct {
 	mu sync.Mutex
@@ -66,10 +73,18 @@ func (s *Service) inventory(ctx context.Context, l *Layout) (*inventory, error) 
 	defer e.mu.Unlock()
 	now := time.Now()
 	if e.inv != nil && now.Sub(e.inv.at) < inventoryTTL {
+		if e.inv.failed != nil {
+			return nil, e.inv.failed
+		}
 		return e.inv, nil
 	}
-	statuses, err := s.avail.Statuses(ctx, l.Event.ID, inventoryTTL)
+	wctx, cancel := context.WithTimeout(ctx, inventoryWait)
+	statuses, err := s.avail.Statuses(wctx, l.Event.ID, inventoryTTL)
+	cancel()
 	if err != nil {
+		// Remembered for a second, so that a failing store costs one
+		// attempt a second per event, not one per request.
+		e.inv = &inventory{at: now, failed: err}
 		return nil, err
 	}
 	if len(statuses) != len(l.Seats) {
