@@ -155,7 +155,9 @@ func (s *State) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEnt
 	if rec, ok := recs[id]; ok {
 		return entryOf(rec), nil
 	}
-	return nil, err
+	// The cache is whole now; a rebuild may have finished since the first
+	// read (it records the epoch last), so read once more.
+	return s.cache.Entry(ctx, id)
 }
 
 // EntryByKey reads the cache; while the cache may have lost entries it is
@@ -168,7 +170,7 @@ func (s *State) EntryByKey(ctx context.Context, eventID boxoffice.ID, userID, ke
 	if cerr := s.coldUnlessWhole(ctx); cerr != nil {
 		return nil, cerr
 	}
-	return nil, err
+	return s.cache.EntryByKey(ctx, eventID, userID, key) // see Entry
 }
 
 // Entries is Entry for a batch: the cache read at once, the requests it
@@ -191,9 +193,30 @@ func (s *State) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest) ([]*
 	if err != nil {
 		return nil, err
 	}
+	var again []int // neither in the cache at the first read nor on record
 	for i, e := range out {
-		if rec, ok := recs[rs[i].ID]; e == nil && ok {
+		if e != nil {
+			continue
+		}
+		if rec, ok := recs[rs[i].ID]; ok {
 			out[i] = entryOf(rec)
+		} else {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		// The cache is whole now; a rebuild may have finished since the
+		// first read (it records the epoch last): read those once more.
+		rrs := make([]*boxoffice.QueuedRequest, len(again))
+		for j, i := range again {
+			rrs[j] = rs[i]
+		}
+		es, err := s.cache.Entries(ctx, rrs)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range again {
+			out[i] = es[j]
 		}
 	}
 	return out, nil
@@ -253,29 +276,16 @@ func (s *State) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 	if err := boxoffice.CheckOutcomes(rs, os); err != nil {
 		return nil, err
 	}
-	entries, err := s.cache.Entries(ctx, rs)
+	// Each request as the state knows it: in the cache; else on record
+	// (decided before: nothing to do); else unknown to a cache that is
+	// whole (a request whose admission answered 503 yet reached the log,
+	// or one past the cache's TTL), whose outcome goes on record all the
+	// same. While the cache may have lost requests this is the cold error,
+	// and the worker's batch comes again after the rebuild.
+	entries, err := s.Entries(ctx, rs)
 	if err != nil {
 		return nil, err
 	}
-	// The requests the cache does not know: decided before (on record)?
-	// Then there is nothing to do. If the cache may have lost them, decide
-	// after the rebuild (the worker's batch fails and comes again). If the
-	// cache is whole (a request whose admission answered 503 yet reached
-	// the log, or one past the cache's TTL), its outcome goes on record all
-	// the same. One not drawn yet (position 0) has nothing to decide.
-	var unknown []boxoffice.ID
-	for i, e := range entries {
-		if e == nil && rs[i].Position != 0 {
-			unknown = append(unknown, rs[i].ID)
-		}
-	}
-	var onRecord map[boxoffice.ID]boxoffice.QueueRecord
-	if len(unknown) > 0 {
-		if onRecord, err = s.missing(ctx, unknown); err != nil {
-			return nil, err
-		}
-	}
-
 	first := make([]bool, len(rs))
 	var (
 		recs    []boxoffice.QueueRecord
@@ -284,13 +294,14 @@ func (s *State) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 		journal []int // indexes in recs of those only the journal will have
 	)
 	for i, r := range rs {
-		e := entries[i]
-		switch _, decided := onRecord[r.ID]; {
+		switch e := entries[i]; {
 		case e != nil && e.Status != boxoffice.QueueQueued:
+			// decided (in the cache or on record), or waiting for the draw
 		case e != nil:
 			cached = append(cached, len(recs))
 			recs, of = append(recs, recordOf(e.Request, os[i])), append(of, i)
-		case r.Position == 0 || decided:
+		case r.Position == 0:
+			// unknown and not drawn: nothing to decide
 		default:
 			journal = append(journal, len(recs))
 			recs, of = append(recs, recordOf(r, os[i])), append(of, i)
