@@ -417,13 +417,22 @@ func testWaitEstimate(t *testing.T, s *Stack) {
 		})
 	}()
 	defer func() { cancel(); <-done }()
-	// Let the rate settle (the estimator samples as it is asked), then
-	// ask the last in line.
+	// Let the rate settle (the estimator samples as it is asked): ask the
+	// last in line until the estimate comes from the measured drain (the
+	// prior, 2,000/s, says well under a second for 399 ahead; 60/s says
+	// several seconds), then once more a second later.
 	var est queueTicket
-	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		est = clients[n-1].queueStatus(tickets[n-1].RequestID)
+		if est.Wait != nil && *est.Wait > 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no estimate from a measured drain after 10 s: %+v", est)
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	time.Sleep(time.Second)
 	est = clients[n-1].queueStatus(tickets[n-1].RequestID)
 	asked := time.Now()
 	clients[n-1].awaitOutcome(tickets[n-1].RequestID)
