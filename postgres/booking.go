@@ -80,7 +80,7 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		return err
 	}
 	if b.ListingID == 0 && b.WaitlistEntryID == 0 {
-		answer, err := s.bookings.call(ctx, nb) // group commit
+		answer, err := s.bookings.Call(ctx, nb) // group commit
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ var errIdemInFlight = boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with 
 // Concurrent look-ups are read together, one statement for many (see
 // combiner): under a flash sale every refused hold reads its key's record.
 func (s *Store) Idempotency(ctx context.Context, userID, key string) (*boxoffice.IdempotencyRecord, error) {
-	r, err := s.idempotency.call(ctx, idemKey{userID, key})
+	r, err := s.idempotency.Call(ctx, idemKey{userID, key})
 	if err != nil {
 		return nil, err
 	}

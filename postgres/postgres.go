@@ -32,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/combine"
 )
 
 var _ boxoffice.Store = (*Store)(nil)
@@ -41,8 +42,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	// bookings group-commits concurrent CreateBooking calls; idempotency
 	// reads concurrent Idempotency look-ups in one statement.
-	bookings    *combiner[boxoffice.NewBooking, error]
-	idempotency *combiner[idemKey, *boxoffice.IdempotencyRecord]
+	bookings    *combine.Combiner[boxoffice.NewBooking, error]
+	idempotency *combine.Combiner[idemKey, *boxoffice.IdempotencyRecord]
 	// Now is the clock for the few writes whose time the port does not pass
 	// in (MarkCaptured). Open sets it to time.Now.
 	Now func() time.Time
@@ -79,8 +80,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	// more writers only mean more statements per booking (measured: a
 	// quarter of a 32-connection pool, 8 writers, gave half the bookings
 	// per second of 2; docs/benchmarks.md).
-	s.bookings = &combiner[boxoffice.NewBooking, error]{do: s.CreateBookings, runners: bookingWriters, maxBatch: 256}
-	s.idempotency = &combiner[idemKey, *boxoffice.IdempotencyRecord]{do: s.idempotencies, runners: bookingWriters, maxBatch: 256}
+	s.bookings = combine.New(s.CreateBookings, bookingWriters, 256)
+	s.idempotency = combine.New(s.idempotencies, bookingWriters, 256)
 	return s, nil
 }
 

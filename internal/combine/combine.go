@@ -1,4 +1,6 @@
-package postgres
+// Package combine runs concurrent calls of one kind together, as batches:
+// the group commit of the stores and the front door's batched admission.
+package combine
 
 import (
 	"context"
@@ -6,14 +8,14 @@ import (
 	"time"
 )
 
-// combiner runs concurrent calls of one kind together: the calls that
+// Combiner runs concurrent calls of one kind together: the calls that
 // arrive while others are running are handed to do as one batch. It is the
-// group commit of CreateBooking (a burst of reserves costs a few
-// CreateBookings transactions, a few round trips and one commit each,
+// group commit of PostgreSQL's CreateBooking (a burst of reserves costs a
+// few CreateBookings transactions, a few round trips and one commit each,
 // instead of one of each per booking, so the disk's flush rate stops
-// bounding bookings per second) and the batching of idempotency look-ups
+// bounding bookings per second), the batching of idempotency look-ups
 // (one statement for many, where the statement's fixed cost in the server
-// is most of a primary-key read's).
+// is most of a primary-key read's) and the front door's batched admission.
 //
 // There is no timer: a call that finds a runner free runs at once, alone.
 // Up to runners batches run at a time (each on its own connection); the
@@ -22,7 +24,7 @@ import (
 // with its context's error and left out; once its batch runs, it is done
 // or not with the others. do answers each call of the batch (out[i]), or
 // the whole batch with err.
-type combiner[In, Out any] struct {
+type Combiner[In, Out any] struct {
 	do       func(ctx context.Context, in []In) (out []Out, err error)
 	runners  int
 	maxBatch int
@@ -30,6 +32,12 @@ type combiner[In, Out any] struct {
 	mu      sync.Mutex
 	queue   []*combinedCall[In, Out]
 	running int
+}
+
+// New returns a Combiner that runs up to runners batches of up to maxBatch
+// calls at a time through do.
+func New[In, Out any](do func(ctx context.Context, in []In) ([]Out, error), runners, maxBatch int) *Combiner[In, Out] {
+	return &Combiner[In, Out]{do: do, runners: max(runners, 1), maxBatch: max(maxBatch, 1)}
 }
 
 // batchTimeout bounds one batch.
@@ -43,8 +51,8 @@ type combinedCall[In, Out any] struct {
 	done chan struct{}
 }
 
-// call runs in with the next batch and returns its answer.
-func (c *combiner[In, Out]) call(ctx context.Context, in In) (Out, error) {
+// Call runs in with the next batch and returns its answer.
+func (c *Combiner[In, Out]) Call(ctx context.Context, in In) (Out, error) {
 	call := &combinedCall[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, call)
@@ -63,7 +71,7 @@ func (c *combiner[In, Out]) call(ctx context.Context, in In) (Out, error) {
 // run runs batches until the queue is empty, on a goroutine of its own:
 // under a steady load it may run for long, and no caller waits for more
 // than its own batch.
-func (c *combiner[In, Out]) run() {
+func (c *Combiner[In, Out]) run() {
 	for {
 		c.mu.Lock()
 		if len(c.queue) == 0 {
@@ -79,7 +87,7 @@ func (c *combiner[In, Out]) run() {
 	}
 }
 
-func (c *combiner[In, Out]) runBatch(batch []*combinedCall[In, Out]) {
+func (c *Combiner[In, Out]) runBatch(batch []*combinedCall[In, Out]) {
 	live := batch[:0:0]
 	in := make([]In, 0, len(batch))
 	for _, call := range batch {

@@ -1,0 +1,128 @@
+package combine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// blocking is a do func that holds each batch until released, recording
+// the batches it was given.
+type blocking struct {
+	mu      sync.Mutex
+	batches [][]int
+	started chan int // a batch's size, as it starts
+	release chan struct{}
+	err     error
+}
+
+func newBlocking() *blocking {
+	return &blocking{started: make(chan int, 100), release: make(chan struct{})}
+}
+
+func (b *blocking) do(ctx context.Context, in []int) ([]int, error) {
+	b.mu.Lock()
+	b.batches = append(b.batches, append([]int(nil), in...))
+	b.mu.Unlock()
+	b.started <- len(in)
+	<-b.release
+	if b.err != nil {
+		return nil, b.err
+	}
+	out := make([]int, len(in))
+	for i, v := range in {
+		out[i] = v * 10
+	}
+	return out, nil
+}
+
+// waitQueued waits until n calls are queued behind the running batches.
+func waitQueued[In, Out any](t *testing.T, c *Combiner[In, Out], n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		q := len(c.queue)
+		c.mu.Unlock()
+		if q == n {
+			return
+		}
+	}
+	t.Fatalf("never saw %d queued calls", n)
+}
+
+// Calls that arrive while a batch runs go together in the next one, up to
+// maxBatch, each answered with its own result.
+func TestCallsQueuedMeanwhileFormTheNextBatch(t *testing.T) {
+	b := newBlocking()
+	c := New(b.do, 1, 4)
+	var wg sync.WaitGroup
+	results := make([]int, 7)
+	call := func(i int) {
+		defer wg.Done()
+		out, err := c.Call(context.Background(), i)
+		if err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+		results[i] = out
+	}
+	wg.Add(1)
+	go call(0)
+	if n := <-b.started; n != 1 {
+		t.Fatalf("first batch of %d, want 1 (a call that finds a runner free goes alone)", n)
+	}
+	for i := 1; i < 7; i++ {
+		wg.Add(1)
+		go call(i)
+	}
+	waitQueued(t, c, 6)
+	close(b.release)
+	wg.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.batches) != 3 || len(b.batches[1]) != 4 || len(b.batches[2]) != 2 {
+		t.Errorf("batches %v, want sizes 1, 4 (maxBatch), 2", b.batches)
+	}
+	for i, r := range results {
+		if r != i*10 {
+			t.Errorf("call %d got %d, want %d", i, r, i*10)
+		}
+	}
+}
+
+// A caller that gives up before its batch starts is answered with its
+// context's error and left out of the batch; a batch's error answers all.
+func TestGivenUpCallsAreLeftOutAndErrorsReachAll(t *testing.T) {
+	b := newBlocking()
+	b.err = errors.New("store down")
+	c := New(b.do, 1, 10)
+	errs := make(chan error, 3)
+	go func() { _, err := c.Call(context.Background(), 1); errs <- err }()
+	<-b.started
+	gone, cancel := context.WithCancel(context.Background())
+	go func() { _, err := c.Call(gone, 2); errs <- err }()
+	go func() { _, err := c.Call(context.Background(), 3); errs <- err }()
+	waitQueued(t, c, 2)
+	cancel()
+	close(b.release)
+	var canceled, failed int
+	for range 3 {
+		switch err := <-errs; {
+		case errors.Is(err, context.Canceled):
+			canceled++
+		case err != nil && err.Error() == "store down":
+			failed++
+		default:
+			t.Errorf("unexpected answer %v", err)
+		}
+	}
+	if canceled != 1 || failed != 2 {
+		t.Errorf("%d canceled, %d failed; want 1 and 2", canceled, failed)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.batches) != 2 || len(b.batches[1]) != 1 || b.batches[1][0] != 3 {
+		t.Errorf("batches %v, want [[1] [3]]", b.batches)
+	}
+}
