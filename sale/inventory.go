@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -48,12 +49,23 @@ type inventories struct {
 }
 
 type inventoryEntry struct {
-	mu  sync.Mutex // one count at a time per event; the others wait for it
-	inv *inventory
+	counting sync.Mutex // one count at a time per event
+	inv      atomic.Pointer[inventory]
+}
+
+// result is what an inventory answers: itself, or the failure it keeps.
+func (inv *inventory) result() (*inventory, error) {
+	if inv.failed != nil {
+		return nil, inv.failed
+	}
+	return inv, nil
 }
 
 // inventory returns the event's inventory, counted again when it is older
-// than inventoryTTL; nil without a seat map to count from.
+// than inventoryTTL; nil without a seat map to count from. While one
+// caller counts, the others go on with the previous count if it is not
+// older than the count may take more (inventoryWait): the front door
+// never queues behind a count.
 func (s *Service) inventory(ctx context.Context, l *Layout) (*inventory, error) {
 	if s.avail == nil {
 		return nil, nil
@@ -69,22 +81,33 @@ func (s *Service) inventory(ctx context.Context, l *Layout) (*inventory, error) 
 	}
 	s.invs.mu.Unlock()
 
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := time.Now()
-	if e.inv != nil && now.Sub(e.inv.at) < inventoryTTL {
-		if e.inv.failed != nil {
-			return nil, e.inv.failed
+	youngerThan := func(d time.Duration) *inventory {
+		if cur := e.inv.Load(); cur != nil && time.Since(cur.at) < d {
+			return cur
 		}
-		return e.inv, nil
+		return nil
 	}
+	if cur := youngerThan(inventoryTTL); cur != nil {
+		return cur.result()
+	}
+	if !e.counting.TryLock() {
+		if cur := youngerThan(inventoryTTL + inventoryWait); cur != nil {
+			return cur.result()
+		}
+		e.counting.Lock()
+	}
+	defer e.counting.Unlock()
+	if cur := youngerThan(inventoryTTL); cur != nil {
+		return cur.result() // counted while this caller waited
+	}
+	now := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, inventoryWait)
 	statuses, err := s.avail.Statuses(wctx, l.Event.ID, inventoryTTL)
 	cancel()
 	if err != nil {
 		// Remembered for a second, so that a failing store costs one
 		// attempt a second per event, not one per request.
-		e.inv = &inventory{at: now, failed: err}
+		e.inv.Store(&inventory{at: now, failed: err})
 		return nil, err
 	}
 	if len(statuses) != len(l.Seats) {
@@ -101,7 +124,7 @@ func (s *Service) inventory(ctx context.Context, l *Layout) (*inventory, error) 
 		inv.left[ask{tier: seat.PriceTier}]++
 		inv.left[ask{seat.Section, seat.PriceTier}]++
 	}
-	e.inv = inv
+	e.inv.Store(inv)
 	return inv, nil
 }
 

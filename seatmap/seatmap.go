@@ -95,16 +95,17 @@ type Cache struct {
 
 	mu         sync.Mutex
 	entries    map[boxoffice.ID]*Snapshot
+	counted    map[boxoffice.ID]*counted  // fresh reads of statuses (Statuses)
 	refreshing map[boxoffice.ID]bool      // a background rebuild is running
 	notBefore  map[boxoffice.ID]time.Time // another node is rebuilding: look again then
 	invalidAt  map[boxoffice.ID]time.Time // shared copies built before are not adopted
 	sf         singleflight.Group
-	sfFresh    singleflight.Group // fresh rebuilds asked for by Statuses
+	sfFresh    singleflight.Group // fresh reads asked for by Statuses
 
 	shared Shared           // nil: this node's cache only
 	leases boxoffice.Leases // the fleet-wide rebuild right, with shared
 
-	builds atomic.Int64 // snapshots built, for tests and metrics
+	builds atomic.Int64 // snapshots built and fresh reads of statuses, for tests
 }
 
 // New returns a cache with the given TTL (0 means 10s). now nil means
@@ -116,7 +117,7 @@ func New(layouts Layouts, store Store, holds boxoffice.Holds, ttl time.Duration,
 	if now == nil {
 		now = time.Now
 	}
-	return &Cache{layouts: layouts, store: store, holds: holds, ttl: ttl, now: now, entries: map[boxoffice.ID]*Snapshot{}, refreshing: map[boxoffice.ID]bool{}, notBefore: map[boxoffice.ID]time.Time{}, invalidAt: map[boxoffice.ID]time.Time{}}
+	return &Cache{layouts: layouts, store: store, holds: holds, ttl: ttl, now: now, entries: map[boxoffice.ID]*Snapshot{}, counted: map[boxoffice.ID]*counted{}, refreshing: map[boxoffice.ID]bool{}, notBefore: map[boxoffice.ID]time.Time{}, invalidAt: map[boxoffice.ID]time.Time{}}
 }
 
 // TTL is how long a snapshot is served.
@@ -152,35 +153,68 @@ func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error
 }
 
 // Statuses returns the event's seat statuses in layout order (sale's best
-// available picks its candidates from them): the current snapshot, or,
-// when it is older than maxAge (> 0), a new one, built once however many
-// callers ask at the same time, and kept for every reader.
+// available and inventory count from them): the current snapshot, or,
+// when it is older than maxAge (> 0), a fresh read of the statuses alone,
+// made once however many callers ask at the same time and kept for the
+// next ones. A fresh read renders no map: the snapshot that readers get
+// keeps its own TTL.
 func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) ([]string, error) {
-	snap, err := c.Get(ctx, eventID)
-	if err != nil {
-		return nil, err
-	}
-	if maxAge <= 0 || c.now().Sub(snap.BuiltAt) <= maxAge {
-		return snap.Statuses, nil
-	}
-	v, err, _ := c.sfFresh.Do(eventID.String(), func() (any, error) {
-		c.mu.Lock()
-		cur := c.entries[eventID]
-		c.mu.Unlock()
-		if cur != nil && c.now().Sub(cur.BuiltAt) <= maxAge {
-			return cur, nil // rebuilt while this caller waited
-		}
-		s, err := c.Build(ctx, eventID)
+	if maxAge <= 0 {
+		snap, err := c.Get(ctx, eventID)
 		if err != nil {
 			return nil, err
 		}
-		c.keep(s)
-		return s, nil
+		return snap.Statuses, nil
+	}
+	if st := c.freshStatuses(eventID, maxAge); st != nil {
+		return st, nil
+	}
+	v, err, _ := c.sfFresh.Do(eventID.String(), func() (any, error) {
+		if st := c.freshStatuses(eventID, maxAge); st != nil {
+			return st, nil // read while this caller waited
+		}
+		c.builds.Add(1)
+		r, err := c.read(ctx, eventID)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if cur := c.counted[eventID]; cur == nil || !cur.at.After(r.at) {
+			c.counted[eventID] = &counted{at: r.at, statuses: r.statuses}
+		}
+		c.mu.Unlock()
+		return r.statuses, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(*Snapshot).Statuses, nil
+	return v.([]string), nil
+}
+
+// counted is a fresh read of an event's statuses, kept for Statuses.
+type counted struct {
+	at       time.Time
+	statuses []string
+}
+
+// freshStatuses returns the newest statuses this node has of the event,
+// the snapshot's or a fresh read's, when at most maxAge old; else nil.
+func (c *Cache) freshStatuses(eventID boxoffice.ID, maxAge time.Duration) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	var st []string
+	var at time.Time
+	if s := c.entries[eventID]; s != nil {
+		st, at = s.Statuses, s.BuiltAt
+	}
+	if r := c.counted[eventID]; r != nil && (st == nil || r.at.After(at)) {
+		st, at = r.statuses, r.at
+	}
+	if st == nil || now.Sub(at) > maxAge {
+		return nil
+	}
+	return st
 }
 
 // Invalidate drops an event's snapshot so the next Get rebuilds it; shared
@@ -188,6 +222,7 @@ func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.
 func (c *Cache) Invalidate(eventID boxoffice.ID) {
 	c.mu.Lock()
 	delete(c.entries, eventID)
+	delete(c.counted, eventID)
 	c.invalidAt[eventID] = c.now()
 	c.mu.Unlock()
 }
@@ -339,11 +374,54 @@ type seatJSON struct {
 // listed seat a buyer holds shows as held.
 func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
 	c.builds.Add(1)
+	r, err := c.read(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{EventID: eventID, BuiltAt: r.at, Statuses: r.statuses, Counts: r.counts, Degraded: r.degraded}
+	out := struct {
+		EventID boxoffice.ID `json:"event_id"`
+		Seats   []seatJSON   `json:"seats"`
+	}{EventID: eventID, Seats: make([]seatJSON, len(r.seats))}
+	for i, s := range r.seats {
+		st := r.statuses[i]
+		out.Seats[i] = seatJSON{SeatID: s.ID, Section: s.Section, Row: s.Row, Number: s.Number, Status: st, PriceTier: s.PriceTier, PriceCents: s.PriceCents}
+		if st == Resale {
+			l := r.listed[s.ID]
+			out.Seats[i].ListingID, out.Seats[i].ResalePriceCents = l.ID, l.PriceCents
+		}
+	}
+	if snap.JSON, err = json.Marshal(out); err != nil {
+		return nil, err
+	}
+	snap.ETag = etag(snap.JSON)
+	if snap.Gzip, err = gzipBytes(snap.JSON); err != nil {
+		return nil, err
+	}
+	snap.Compact = compact(eventID, snap.Statuses, snap.Counts)
+	snap.CompactETag = etag(snap.Compact)
+	return snap, nil
+}
+
+// reading is the seats' statuses as read at one moment, before anything is
+// rendered.
+type reading struct {
+	at       time.Time
+	seats    []boxoffice.Seat
+	statuses []string
+	counts   map[string]int
+	degraded bool
+	listed   map[string]*boxoffice.Listing
+}
+
+// read reads what a snapshot is made of: the sold seats, the live holds
+// (one batched read) and the active listings.
+func (c *Cache) read(ctx context.Context, eventID boxoffice.ID) (*reading, error) {
 	seats, err := c.layouts.LayoutSeats(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	builtAt := c.now()
+	at := c.now()
 	sold, err := c.store.SoldSeats(ctx, eventID)
 	if err != nil {
 		return nil, err
@@ -374,11 +452,7 @@ func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, err
 	for i := range listings {
 		listed[listings[i].SeatID] = &listings[i]
 	}
-	snap := &Snapshot{EventID: eventID, BuiltAt: builtAt, Statuses: make([]string, len(seats)), Counts: map[string]int{}, Degraded: degraded}
-	out := struct {
-		EventID boxoffice.ID `json:"event_id"`
-		Seats   []seatJSON   `json:"seats"`
-	}{EventID: eventID, Seats: make([]seatJSON, len(seats))}
+	r := &reading{at: at, seats: seats, statuses: make([]string, len(seats)), counts: map[string]int{}, degraded: degraded, listed: listed}
 	for i, s := range seats {
 		st, l := Available, listed[s.ID]
 		switch {
@@ -389,23 +463,10 @@ func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, err
 		case held[i]:
 			st = Held
 		}
-		snap.Statuses[i] = st
-		snap.Counts[st]++
-		out.Seats[i] = seatJSON{SeatID: s.ID, Section: s.Section, Row: s.Row, Number: s.Number, Status: st, PriceTier: s.PriceTier, PriceCents: s.PriceCents}
-		if st == Resale {
-			out.Seats[i].ListingID, out.Seats[i].ResalePriceCents = l.ID, l.PriceCents
-		}
+		r.statuses[i] = st
+		r.counts[st]++
 	}
-	if snap.JSON, err = json.Marshal(out); err != nil {
-		return nil, err
-	}
-	snap.ETag = etag(snap.JSON)
-	if snap.Gzip, err = gzipBytes(snap.JSON); err != nil {
-		return nil, err
-	}
-	snap.Compact = compact(eventID, snap.Statuses, snap.Counts)
-	snap.CompactETag = etag(snap.Compact)
-	return snap, nil
+	return r, nil
 }
 
 // compact renders the availability view: {"event_id", "seat_count",

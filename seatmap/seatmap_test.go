@@ -202,8 +202,9 @@ func TestListedSeatShowsAsResaleUntilABuyerHoldsIt(t *testing.T) {
 	}
 }
 
-// Best available's fresh look: a map older than maxAge is rebuilt once for
-// all the callers asking at the same time, and kept for everyone.
+// Best available's and the inventory's fresh look: statuses older than
+// maxAge are read again once for all the callers asking at the same time,
+// and kept for the next fresh look.
 func TestFreshStatusesRebuildOnceForConcurrentCallers(t *testing.T) {
 	c, f, clk, _ := setup(t)
 	if _, err := c.Statuses(context.Background(), 7, 0); err != nil {
@@ -227,7 +228,10 @@ func TestFreshStatusesRebuildOnceForConcurrentCallers(t *testing.T) {
 	if n := c.Builds() - builds; n != 1 {
 		t.Errorf("%d rebuilds for 20 concurrent fresh reads, want 1", n)
 	}
-	if snap, _ := c.Get(context.Background(), 7); snap.Statuses[0] != Sold {
-		t.Error("the fresh map was not kept for other readers")
+	if st, err := c.Statuses(context.Background(), 7, time.Second); err != nil || st[0] != Sold {
+		t.Errorf("fresh statuses again: %v, %v; want A-A-1 sold", st, err)
+	}
+	if n := c.Builds() - builds; n != 1 {
+		t.Errorf("the fresh read was not kept: %d reads in all, want 1", n)
 	}
 }
