@@ -126,6 +126,15 @@ type QueueState interface {
 	// maxLive live entries for the event (waiting or queued) gets
 	// ECONFLICT.
 	Admit(ctx context.Context, r *QueuedRequest, maxLive int, preQueue bool) (e *QueueEntry, replay bool, err error)
+	// AdmitMany is Admit for a batch, decided as if Admit were called for
+	// each in turn, in slice order (two requests of one user in a batch
+	// count against each other; a second with the same key is the first's
+	// replay), in one round trip per store instead of one per request: the
+	// front door's batched admission. out[i] answers as[i], its Err what
+	// Admit would have returned; err fails the whole batch (the store is
+	// unreachable), which may have admitted part of it: a retry with the
+	// same key replays those.
+	AdmitMany(ctx context.Context, as []Admission) (out []Admitted, err error)
 	// Entry returns a request's entry, or ENOTFOUND.
 	Entry(ctx context.Context, id ID) (*QueueEntry, error)
 	// EntryByKey returns the entry of a user's request with an idempotency
@@ -204,6 +213,31 @@ func CheckOutcomes(rs []*QueuedRequest, os []QueueOutcome) error {
 		}
 	}
 	return nil
+}
+
+// Admission is one request to AdmitMany, with Admit's arguments.
+type Admission struct {
+	Request  *QueuedRequest
+	MaxLive  int
+	PreQueue bool
+}
+
+// Admitted is AdmitMany's answer to one Admission: Admit's results.
+type Admitted struct {
+	Entry  *QueueEntry
+	Replay bool
+	Err    error
+}
+
+// AdmitOne is Admit as an AdmitMany of one request.
+func AdmitOne(ctx context.Context, q interface {
+	AdmitMany(ctx context.Context, as []Admission) ([]Admitted, error)
+}, r *QueuedRequest, maxLive int, preQueue bool) (*QueueEntry, bool, error) {
+	out, err := q.AdmitMany(ctx, []Admission{{Request: r, MaxLive: maxLive, PreQueue: preQueue}})
+	if err != nil {
+		return nil, false, err
+	}
+	return out[0].Entry, out[0].Replay, out[0].Err
 }
 
 // FinishOne is Finish as a FinishMany of one request.

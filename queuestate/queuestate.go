@@ -132,12 +132,49 @@ func warmed[T any](ctx context.Context, s *State, eventID boxoffice.ID, call fun
 
 // Admit records r; see boxoffice.QueueState.
 func (s *State) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive int, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
-	var replay bool
-	e, err := warmed(ctx, s, r.EventID, func() (e *boxoffice.QueueEntry, err error) {
-		e, replay, err = s.cache.Admit(ctx, r, maxLive, preQueue)
-		return e, err
-	})
-	return e, replay, err
+	return boxoffice.AdmitOne(ctx, s, r, maxLive, preQueue)
+}
+
+// AdmitMany admits a batch in the cache; the requests of events the cache
+// answers cold for are admitted again once those events are warmed.
+func (s *State) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([]boxoffice.Admitted, error) {
+	out, err := s.cache.AdmitMany(ctx, as)
+	if err != nil {
+		return nil, err
+	}
+	var again []int
+	warmedEvents := map[boxoffice.ID]error{}
+	for i, o := range out {
+		if !isCold(o.Err) {
+			continue
+		}
+		id := as[i].Request.EventID
+		werr, done := warmedEvents[id]
+		if !done {
+			werr = s.warm(ctx, id)
+			warmedEvents[id] = werr
+		}
+		if werr != nil {
+			out[i].Err = werr
+			continue
+		}
+		again = append(again, i)
+	}
+	if len(again) == 0 {
+		return out, nil
+	}
+	retry := make([]boxoffice.Admission, len(again))
+	for j, i := range again {
+		retry[j] = as[i]
+	}
+	res, err := s.cache.AdmitMany(ctx, retry)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range again {
+		out[i] = res[j]
+	}
+	return out, nil
 }
 
 // Entry returns a request's entry: from the cache, else from the journal

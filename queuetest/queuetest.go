@@ -36,6 +36,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ConcurrentAdmitsArePermutation", testConcurrentAdmits},
 		{"RetryReturnsSameEntry", testReplay},
 		{"OneLiveEntryPerUser", testMaxLive},
+		{"AdmitManyAsOneByOne", testAdmitMany},
 		{"FinishOnce", testFinishOnce},
 		{"FinishManyAsOneByOne", testFinishMany},
 		{"EntriesAsEntry", testEntries},
@@ -167,6 +168,78 @@ func testMaxLive(t *testing.T, h Harness) {
 	}
 	if _, _, err := h.State.Admit(ctx, Request(ev, "scalper"), 2, false); err != nil {
 		t.Errorf("after an outcome: %v", err)
+	}
+}
+
+// A batch is decided as if its requests came one by one, in slice order:
+// within one batch a second request of a user is refused, the same key
+// again is the first's replay, and positions follow the slice; two events
+// in one batch are two queues.
+func testAdmitMany(t *testing.T, h Harness) {
+	ev, other := h.NewEvent(t), h.NewEvent(t)
+	before := admit(t, h, Request(ev, "early"), false)
+	a, b := Request(ev, "fan-a"), Request(ev, "fan-b")
+	retry := *a
+	retry.ID = a.ID + 1_000_000
+	mismatch := *a
+	mismatch.ID, mismatch.RequestHash = a.ID+2_000_000, "another body"
+	second := Request(ev, "fan-a") // a new key while a is live
+	elsewhere := Request(other, "fan-a")
+	pre := Request(ev, "late-fan")
+	as := []boxoffice.Admission{
+		{Request: a, MaxLive: 1}, {Request: elsewhere, MaxLive: 1}, {Request: &retry, MaxLive: 1},
+		{Request: &mismatch, MaxLive: 1}, {Request: second, MaxLive: 1}, {Request: b, MaxLive: 1},
+		// After the opening a pre-queue flag changes nothing: it is queued.
+		{Request: pre, MaxLive: 1, PreQueue: true},
+	}
+	out, err := h.State.AdmitMany(ctx, as)
+	if err != nil {
+		t.Fatalf("AdmitMany: %v", err)
+	}
+	if len(out) != len(as) {
+		t.Fatalf("%d answers for %d requests", len(out), len(as))
+	}
+	want := []struct {
+		id      boxoffice.ID
+		pos     int64
+		replay  bool
+		errCode string
+	}{
+		{a.ID, before.Request.Position + 1, false, ""},
+		{elsewhere.ID, 1, false, ""},
+		{a.ID, before.Request.Position + 1, true, ""},
+		{0, 0, false, boxoffice.EIDEMMISMATCH},
+		{0, 0, false, boxoffice.ECONFLICT},
+		{b.ID, before.Request.Position + 2, false, ""},
+		{pre.ID, before.Request.Position + 3, false, ""},
+	}
+	for i, w := range want {
+		o := out[i]
+		if w.errCode != "" {
+			if code(o.Err) != w.errCode || o.Entry != nil {
+				t.Errorf("request %d: %+v, %v; want %s", i, o.Entry, o.Err, w.errCode)
+			}
+			continue
+		}
+		if o.Err != nil || o.Entry == nil {
+			t.Errorf("request %d: %v", i, o.Err)
+			continue
+		}
+		if o.Entry.Request.ID != w.id || o.Entry.Request.Position != w.pos || o.Replay != w.replay || o.Entry.Status != boxoffice.QueueQueued {
+			t.Errorf("request %d: id %d at %d (%s) replay=%v; want id %d at %d replay=%v",
+				i, o.Entry.Request.ID, o.Entry.Request.Position, o.Entry.Status, o.Replay, w.id, w.pos, w.replay)
+		}
+	}
+	for _, r := range []*boxoffice.QueuedRequest{a, b, pre} {
+		if e, err := h.State.Entry(ctx, r.ID); err != nil || e.Status != boxoffice.QueueQueued {
+			t.Errorf("entry %d after the batch: %+v, %v", r.ID, e, err)
+		}
+	}
+	if p, _ := h.State.Progress(ctx, ev); p.Admitted != before.Request.Position+3 {
+		t.Errorf("admitted %d, want %d", p.Admitted, before.Request.Position+3)
+	}
+	if out, err := h.State.AdmitMany(ctx, nil); err != nil || len(out) != 0 {
+		t.Errorf("empty batch: %v, %v", out, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -63,40 +64,63 @@ func (q *QueueState) entryKey(eventID boxoffice.ID, user, key string) string {
 
 func (q *QueueState) idKey(id boxoffice.ID) string { return q.prefix + "q:id:{" + id.String() + "}" }
 
-// admitLua: KEYS counters, entry, live, waiting; ARGV id, hash, maxLive,
-// preQueue (0/1), request JSON, ttl s. Reply {'cold'|'replay'|'mismatch'|'busy'}
-// or {'new', position, status}. 'cold': the event's state is not initialized
-// on this node (see Init): a Redis that restarted empty must not hand out
-// positions from 1 again.
+// admitLua admits a batch of one event's requests in order, each as if
+// alone. KEYS counters, waiting, then entry and live per request; ARGV ttl
+// s, then id, hash, maxLive, preQueue (0/1), request JSON per request.
+// Reply: per request {'cold'|'replay'|'mismatch'|'busy'} or {'new',
+// position, status}. 'cold': the event's state is not initialized on this
+// node (see Init): a Redis that restarted empty must not hand out
+// positions from 1 again. The counters are read once and written once.
 const admitLua = `
-if redis.call('HGET', KEYS[1], 'init') ~= '1' then return {'cold'} end
-local h = redis.call('HGET', KEYS[2], 'hash')
-if h then
-  if h ~= ARGV[2] then return {'mismatch'} end
-  return {'replay'}
+local out = {}
+local n = (#KEYS - 2) / 2
+if redis.call('HGET', KEYS[1], 'init') ~= '1' then
+  for i = 1, n do out[i] = {'cold'} end
+  return out
 end
-local live = tonumber(redis.call('GET', KEYS[3]) or '0')
-if live >= tonumber(ARGV[3]) then return {'busy'} end
+local ttl = ARGV[1]
 local c = redis.call('HMGET', KEYS[1], 'admitted', 'waiting', 'opened')
 local admitted = tonumber(c[1] or '0')
 local waiting = tonumber(c[2] or '0')
-local status, pos = 'queued', 0
-if c[3] ~= '1' and (ARGV[4] == '1' or waiting > 0) then
-  status = 'waiting'
-  redis.call('HINCRBY', KEYS[1], 'waiting', 1)
-  redis.call('RPUSH', KEYS[4], KEYS[2])
-  redis.call('EXPIRE', KEYS[4], ARGV[6])
-else
-  pos = admitted + 1
-  if c[3] ~= '1' then redis.call('HSET', KEYS[1], 'released', 1) end
-  redis.call('HSET', KEYS[1], 'admitted', pos, 'opened', 1)
+local opened = c[3] == '1'
+local admitted0, waiting0, opened0 = admitted, waiting, opened
+for i = 1, n do
+  local ek, lk, a = KEYS[1 + 2 * i], KEYS[2 + 2 * i], 2 + 5 * (i - 1)
+  local h = redis.call('HGET', ek, 'hash')
+  if h then
+    if h ~= ARGV[a + 1] then out[i] = {'mismatch'} else out[i] = {'replay'} end
+  elseif tonumber(redis.call('GET', lk) or '0') >= tonumber(ARGV[a + 2]) then
+    out[i] = {'busy'}
+  else
+    local status, pos = 'queued', 0
+    if not opened and (ARGV[a + 3] == '1' or waiting > 0) then
+      status = 'waiting'
+      waiting = waiting + 1
+      redis.call('RPUSH', KEYS[2], ek)
+    else
+      admitted = admitted + 1
+      pos = admitted
+      opened = true
+    end
+    redis.call('INCR', lk)
+    redis.call('EXPIRE', lk, ttl)
+    redis.call('HSET', ek, 'id', ARGV[a], 'hash', ARGV[a + 1], 'req', ARGV[a + 4], 'pos', pos, 'status', status)
+    redis.call('EXPIRE', ek, ttl)
+    out[i] = {'new', pos, status}
+  end
 end
-redis.call('EXPIRE', KEYS[1], ARGV[6])
-redis.call('INCR', KEYS[3])
-redis.call('EXPIRE', KEYS[3], ARGV[6])
-redis.call('HSET', KEYS[2], 'id', ARGV[1], 'hash', ARGV[2], 'req', ARGV[5], 'pos', pos, 'status', status)
-redis.call('EXPIRE', KEYS[2], ARGV[6])
-return {'new', pos, status}
+if waiting ~= waiting0 then
+  redis.call('HSET', KEYS[1], 'waiting', waiting)
+  redis.call('EXPIRE', KEYS[2], ttl)
+end
+if admitted ~= admitted0 then
+  -- The first admission past an empty pre-queue opens the event with
+  -- nothing to release.
+  if not opened0 then redis.call('HSET', KEYS[1], 'released', 1) end
+  redis.call('HSET', KEYS[1], 'admitted', admitted, 'opened', 1)
+end
+redis.call('EXPIRE', KEYS[1], ttl)
+return out
 `
 
 // finishLua: KEYS entry, counters, live; ARGV status, reason, message,
@@ -155,68 +179,116 @@ func (q *QueueState) ttlSeconds() string {
 
 // Admit records r; see boxoffice.QueueState.
 func (q *QueueState) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive int, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
+	return boxoffice.AdmitOne(ctx, q, r, maxLive, preQueue)
+}
+
+// AdmitMany admits a batch: one script per event (its hash slot) and the
+// requests' id index entries, all in one pipelined round trip. The index
+// is written before the verdict is known: for a replay or a refusal it
+// names an id nobody was given, which is harmless.
+func (q *QueueState) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([]boxoffice.Admitted, error) {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	body, err := json.Marshal(r)
+	type group struct {
+		idx        []int
+		keys, args []string
+	}
+	var groups []*group
+	byEvent := map[boxoffice.ID]*group{}
+	for i, a := range as {
+		r := a.Request
+		g := byEvent[r.EventID]
+		if g == nil {
+			slot := q.slot(r.EventID)
+			g = &group{keys: []string{slot + "n", slot + "waiting"}, args: []string{q.ttlSeconds()}}
+			byEvent[r.EventID] = g
+			groups = append(groups, g)
+		}
+		body, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		pre := "0"
+		if a.PreQueue {
+			pre = "1"
+		}
+		g.idx = append(g.idx, i)
+		g.keys = append(g.keys, q.entryKey(r.EventID, r.UserID, r.IdempotencyKey), q.slot(r.EventID)+"live:"+r.UserID)
+		g.args = append(g.args, r.ID.String(), r.RequestHash, strconv.Itoa(a.MaxLive), pre, string(body))
+	}
+	cmds := make(rueidis.Commands, 0, len(groups)+len(as))
+	for _, g := range groups {
+		cmds = append(cmds, q.client.B().Evalsha().Sha1(admitScript.sha).Numkeys(int64(len(g.keys))).Key(g.keys...).Arg(g.args...).Build())
+	}
+	for _, a := range as {
+		cmds = append(cmds, q.indexCmd(a.Request))
+	}
+	res := q.client.DoMulti(ctx, cmds...)
+	for _, r := range res[len(groups):] {
+		if err := r.Error(); err != nil {
+			return nil, boxoffice.Unavailable("the queue state", err)
+		}
+	}
+	out := make([]boxoffice.Admitted, len(as))
+	for k, g := range groups {
+		resp := res[k]
+		if e, ok := rueidis.IsRedisErr(resp.Error()); ok && e.IsNoScript() {
+			resp = admitScript.exec(ctx, q.client, g.keys, g.args)
+		}
+		verdicts, err := resp.ToArray()
+		if err == nil && len(verdicts) != len(g.idx) {
+			err = fmt.Errorf("%d verdicts for %d requests", len(verdicts), len(g.idx))
+		}
+		if err != nil {
+			return nil, boxoffice.Unavailable("the queue state", err)
+		}
+		for j, i := range g.idx {
+			if out[i], err = q.admitted(ctx, as[i].Request, g.keys[2+2*j], verdicts[j]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// admitted reads one request's verdict from the admission script.
+func (q *QueueState) admitted(ctx context.Context, r *boxoffice.QueuedRequest, entry string, v rueidis.RedisMessage) (boxoffice.Admitted, error) {
+	res, err := v.ToArray()
+	if err == nil && len(res) == 0 {
+		err = errors.New("empty verdict from the admission script")
+	}
 	if err != nil {
-		return nil, false, err
-	}
-	slot := q.slot(r.EventID)
-	entry := q.entryKey(r.EventID, r.UserID, r.IdempotencyKey)
-	pre := "0"
-	if preQueue {
-		pre = "1"
-	}
-	// The script and the id index in one pipelined round trip. The index is
-	// written before the verdict is known: for a replay or a refusal it
-	// names an id nobody was given, which is harmless.
-	keys := []string{slot + "n", entry, slot + "live:" + r.UserID, slot + "waiting"}
-	args := []string{r.ID.String(), r.RequestHash, strconv.Itoa(maxLive), pre, string(body), q.ttlSeconds()}
-	out := q.client.DoMulti(ctx,
-		q.client.B().Evalsha().Sha1(admitScript.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
-		q.indexCmd(r))
-	if err := out[1].Error(); err != nil {
-		return nil, false, boxoffice.Unavailable("the queue state", err)
-	}
-	resp := out[0]
-	if e, ok := rueidis.IsRedisErr(resp.Error()); ok && e.IsNoScript() {
-		resp = admitScript.exec(ctx, q.client, keys, args)
-	}
-	res, err := resp.ToArray()
-	if err != nil {
-		return nil, false, boxoffice.Unavailable("the queue state", err)
-	}
-	if len(res) == 0 {
-		return nil, false, boxoffice.Unavailable("the queue state", errors.New("empty reply to the admission script"))
+		return boxoffice.Admitted{}, boxoffice.Unavailable("the queue state", err)
 	}
 	verdict, _ := res[0].ToString()
 	switch verdict {
 	case "cold":
-		return nil, false, boxoffice.QueueColdError()
+		return boxoffice.Admitted{Err: boxoffice.QueueColdError()}, nil
 	case "mismatch":
-		return nil, false, boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
+		return boxoffice.Admitted{Err: boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")}, nil
 	case "busy":
-		return nil, false, boxoffice.Errorf(boxoffice.ECONFLICT, "you already have a request in this event's queue")
+		return boxoffice.Admitted{Err: boxoffice.Errorf(boxoffice.ECONFLICT, "you already have a request in this event's queue")}, nil
 	case "replay":
 		e, err := q.entry(ctx, entry)
+		if err == nil {
+			// The index may be missing if the first attempt died before it.
+			err = q.index(ctx, e.Request)
+		}
 		if err != nil {
-			return nil, false, err
+			return boxoffice.Admitted{Err: err}, nil
 		}
-		// The index may be missing if the first attempt died before it.
-		if err := q.index(ctx, e.Request); err != nil {
-			return nil, false, err
-		}
-		return e, true, nil
+		return boxoffice.Admitted{Entry: e, Replay: true}, nil
+	}
+	if len(res) < 3 {
+		return boxoffice.Admitted{}, boxoffice.Unavailable("the queue state", fmt.Errorf("admission verdict %q", verdict))
 	}
 	pos, _ := res[1].AsInt64()
 	status, _ := res[2].ToString()
 	row := *r
 	row.Position = pos
-	return &boxoffice.QueueEntry{Request: &row, Status: boxoffice.QueueStatus(status)}, false, nil
+	return boxoffice.Admitted{Entry: &boxoffice.QueueEntry{Request: &row, Status: boxoffice.QueueStatus(status)}}, nil
 }
 
-// indexCmd writes the id index of r: its id → ["<event>", "<user>",
-// "<key>"], which names its entry.
 func (q *QueueState) indexCmd(r *boxoffice.QueuedRequest) rueidis.Completed {
 	v, _ := json.Marshal([]string{r.EventID.String(), r.UserID, r.IdempotencyKey})
 	return q.client.B().Set().Key(q.idKey(r.ID)).Value(string(v)).Ex(q.TTL).Build()

@@ -62,8 +62,9 @@ func (s *Service) Queued(ctx context.Context, eventID boxoffice.ID) (bool, error
 
 // Enqueue is the front door of a queued sale: it validates the request as
 // Reserve does, admits it to the queue state (idempotency, one live entry
-// per user, a position) and appends it to the request log, answering only
-// once the log has it: a ticket is a promise. A retry with the same key
+// per user, a position) and appends it to the request log, with the other
+// requests arriving meanwhile (admit.go), answering only once the log has
+// it: a ticket is a promise. A retry with the same key
 // gets the same ticket and never a second entry.
 func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequest) (*QueueTicket, error) {
 	if s.queue == nil {
@@ -97,36 +98,9 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 	}
 	r := &boxoffice.QueuedRequest{ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Best: req.Best,
 		IdempotencyKey: req.IdempotencyKey, RequestHash: hash, EnqueuedAt: now}
-	// Measured on the monotonic clock, which a paused process (SIGSTOP)
-	// or a clock step does not fool.
-	admitted := time.Now()
-	e, replay, err := s.queue.Admit(ctx, r, s.cfg.MaxLivePerUser, preQueue)
+	e, replay, err := s.admit(ctx, r, preQueue)
 	if err != nil {
 		return nil, err
-	}
-	// A replay of a request not yet served is appended again: the first
-	// attempt may have died between the state and the log. The worker
-	// takes a request once, however often it is delivered.
-	if !e.Status.Final() {
-		// Appended whether or not the client still waits: a request the
-		// state admitted but the log never got would hold its user's live
-		// slot with nothing to serve it, until a retry with its key. The
-		// admission deadline (or detach's bound) still ends the wait.
-		actx, cancel := detach(ctx)
-		if d := s.cfg.AdmitDeadline; d > 0 {
-			cancel()
-			actx, cancel = context.WithDeadline(context.WithoutCancel(ctx), admitted.Add(d))
-		}
-		err := s.reqLog.Append(actx, e.Request)
-		cancel()
-		if d := s.cfg.AdmitDeadline; err == nil && d > 0 && time.Since(admitted) > d {
-			err = errors.New("the log took the request after the admission deadline")
-		}
-		if err != nil {
-			// No 202 past the deadline: a queue state rebuilt meanwhile
-			// may not have read this request (see Config.AdmitDeadline).
-			return nil, boxoffice.Unavailable("the flash-sale queue", err)
-		}
 	}
 	t, err := s.ticket(ctx, e)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/combine"
 )
 
 // Config is the service's policy.
@@ -130,6 +131,7 @@ type Service struct {
 	reqLog    boxoffice.RequestLog
 	notifier  boxoffice.Notifier
 	estimator *estimator
+	admitter  *combine.Combiner[admission, admitted]
 
 	// layouts caches each event's expanded seat layout; events are
 	// immutable once created, so entries never go stale.
@@ -176,6 +178,7 @@ func New(d Deps, cfg Config) *Service {
 		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier, returnsKick: make(chan struct{}, 1)}
 	if d.Queue != nil && d.RequestLog != nil {
 		s.queue, s.reqLog = d.Queue, d.RequestLog
+		s.admitter = newAdmitter(s)
 	}
 	s.estimator = newEstimator(s)
 	return s

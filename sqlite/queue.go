@@ -81,105 +81,129 @@ func scanEntry(row interface{ Scan(...any) error }, extra ...any) (*boxoffice.Qu
 	return &e, nil
 }
 
-// Admit records r (see boxoffice.QueueState) in three statements of one
-// write transaction: the idempotency look-up and the live-entry count in
-// one read, the event's counters in one upsert, the row. The admission runs
-// on the store's one writer, so every statement saved is front-door
-// throughput (docs/benchmarks.md).
+// Admit records r; see boxoffice.QueueState.
 func (q *Queue) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive int, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
-	seats, err := json.Marshal(r.SeatIDs)
-	if err != nil {
-		return nil, false, err
+	return boxoffice.AdmitOne(ctx, q, r, maxLive, preQueue)
+}
+
+// AdmitMany records a batch in one write transaction (see
+// boxoffice.QueueState), three statements per request: the idempotency
+// look-up and the live-entry count in one read, the event's counters in
+// one upsert, the row. The admission runs on the store's one writer, so
+// every statement saved is front-door throughput (docs/benchmarks.md).
+func (q *Queue) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([]boxoffice.Admitted, error) {
+	type encoded struct {
+		seats string
+		best  any // NULL for named seats
 	}
-	var best any // NULL for named seats
-	if r.Best != nil {
-		b, err := json.Marshal(r.Best)
+	enc := make([]encoded, len(as))
+	for i, a := range as {
+		seats, err := json.Marshal(a.Request.SeatIDs)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		best = string(b)
-	}
-	var (
-		entry  *boxoffice.QueueEntry
-		replay bool
-	)
-	err = q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-		// The request with this key, if any, and the user's live entries.
-		rows, err := tx.QueryContext(ctx, `SELECT `+queueColumns+`, idempotency_key = ?2 FROM queue_requests
-			WHERE (user_id = ?1 AND idempotency_key = ?2)
-			   OR (event_id = ?3 AND user_id = ?1 AND status IN ('waiting', 'queued'))`,
-			r.UserID, r.IdempotencyKey, r.EventID)
-		if err != nil {
-			return err
-		}
-		live := 0
-		for rows.Next() {
-			var same bool
-			e, err := scanEntry(rows, &same)
+		enc[i].seats = string(seats)
+		if a.Request.Best != nil {
+			b, err := json.Marshal(a.Request.Best)
 			if err != nil {
-				rows.Close()
+				return nil, err
+			}
+			enc[i].best = string(b)
+		}
+	}
+	var out []boxoffice.Admitted
+	err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		out = make([]boxoffice.Admitted, len(as)) // a retried transaction starts over
+		for i, a := range as {
+			var err error
+			if out[i], err = admitTx(ctx, tx, a, enc[i].seats, enc[i].best); err != nil {
 				return err
 			}
-			if same {
-				entry = e
-			}
-			live++
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if entry != nil {
-			if entry.Request.RequestHash != r.RequestHash {
-				return boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
-			}
-			replay = true
-			return nil
-		}
-		if live >= maxLive {
-			return boxoffice.Errorf(boxoffice.ECONFLICT, "you already have a request in this event's queue")
-		}
-		// Until the pre-queue has its positions nobody gets one: a request
-		// just after the opening instant joins the draw rather than jump
-		// it. SET reads the row as it was, so the CASEs agree; the result
-		// says which way it went (opened is set iff this one was queued).
-		var admitted int64
-		var opened bool
-		if err := tx.QueryRowContext(ctx, `INSERT INTO queue_events (event_id, admitted, waiting, opened)
-			VALUES (?1, NOT ?2, ?2, NOT ?2)
-			ON CONFLICT (event_id) DO UPDATE SET
-				admitted = admitted + (opened OR NOT (?2 OR waiting > 0)),
-				waiting  = waiting + NOT (opened OR NOT (?2 OR waiting > 0)),
-				opened   = opened OR NOT (?2 OR waiting > 0)
-			RETURNING admitted, opened`, r.EventID, preQueue).Scan(&admitted, &opened); err != nil {
-			return err
-		}
-		row := *r
-		row.Position = 0
-		status := boxoffice.QueueWaiting
-		if opened {
-			row.Position, status = admitted, boxoffice.QueueQueued
-		}
-		// log_seq: the log's order, max + 1 (one look-up in its index);
-		// NULL in the pre-queue.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
-			(id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, prequeued, log_seq, status, enqueued_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?11, ?7, ?8,
-				CASE WHEN ?8 THEN NULL ELSE (SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests) END, ?9, ?10)`,
-			row.ID, row.EventID, row.UserID, row.IdempotencyKey, row.RequestHash, string(seats), row.Position,
-			status == boxoffice.QueueWaiting, string(status), millis(row.EnqueuedAt), best); err != nil {
-			return err
-		}
-		entry = &boxoffice.QueueEntry{Request: &row, Status: status}
 		return nil
 	})
 	if err != nil {
-		return nil, false, translate(err, "database")
+		return nil, translate(err, "database")
 	}
-	if !replay {
-		q.poke()
+	for _, o := range out {
+		if o.Err == nil && !o.Replay {
+			q.poke()
+			break
+		}
 	}
-	return entry, replay, nil
+	return out, nil
+}
+
+// admitTx admits one request inside the batch's transaction; a refusal is
+// the answer's Err, having written nothing, and err fails the batch.
+func admitTx(ctx context.Context, tx *txn, a boxoffice.Admission, seats string, best any) (boxoffice.Admitted, error) {
+	r := a.Request
+	// The request with this key, if any, and the user's live entries.
+	rows, err := tx.QueryContext(ctx, `SELECT `+queueColumns+`, idempotency_key = ?2 FROM queue_requests
+		WHERE (user_id = ?1 AND idempotency_key = ?2)
+		   OR (event_id = ?3 AND user_id = ?1 AND status IN ('waiting', 'queued'))`,
+		r.UserID, r.IdempotencyKey, r.EventID)
+	if err != nil {
+		return boxoffice.Admitted{}, err
+	}
+	var entry *boxoffice.QueueEntry
+	live := 0
+	for rows.Next() {
+		var same bool
+		e, err := scanEntry(rows, &same)
+		if err != nil {
+			rows.Close()
+			return boxoffice.Admitted{}, err
+		}
+		if same {
+			entry = e
+		}
+		live++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return boxoffice.Admitted{}, err
+	}
+	switch {
+	case entry != nil && entry.Request.RequestHash != r.RequestHash:
+		return boxoffice.Admitted{Err: boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")}, nil
+	case entry != nil:
+		return boxoffice.Admitted{Entry: entry, Replay: true}, nil
+	case live >= a.MaxLive:
+		return boxoffice.Admitted{Err: boxoffice.Errorf(boxoffice.ECONFLICT, "you already have a request in this event's queue")}, nil
+	}
+	// Until the pre-queue has its positions nobody gets one: a request
+	// just after the opening instant joins the draw rather than jump it.
+	// SET reads the row as it was, so the CASEs agree; the result says
+	// which way it went (opened is set iff this one was queued).
+	var admitted int64
+	var opened bool
+	if err := tx.QueryRowContext(ctx, `INSERT INTO queue_events (event_id, admitted, waiting, opened)
+		VALUES (?1, NOT ?2, ?2, NOT ?2)
+		ON CONFLICT (event_id) DO UPDATE SET
+			admitted = admitted + (opened OR NOT (?2 OR waiting > 0)),
+			waiting  = waiting + NOT (opened OR NOT (?2 OR waiting > 0)),
+			opened   = opened OR NOT (?2 OR waiting > 0)
+		RETURNING admitted, opened`, r.EventID, a.PreQueue).Scan(&admitted, &opened); err != nil {
+		return boxoffice.Admitted{}, err
+	}
+	row := *r
+	row.Position = 0
+	status := boxoffice.QueueWaiting
+	if opened {
+		row.Position, status = admitted, boxoffice.QueueQueued
+	}
+	// log_seq: the log's order, max + 1 (one look-up in its index); NULL
+	// in the pre-queue.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
+		(id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, prequeued, log_seq, status, enqueued_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?11, ?7, ?8,
+			CASE WHEN ?8 THEN NULL ELSE (SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests) END, ?9, ?10)`,
+		row.ID, row.EventID, row.UserID, row.IdempotencyKey, row.RequestHash, seats, row.Position,
+		status == boxoffice.QueueWaiting, string(status), millis(row.EnqueuedAt), best); err != nil {
+		return boxoffice.Admitted{}, err
+	}
+	return boxoffice.Admitted{Entry: &boxoffice.QueueEntry{Request: &row, Status: status}}, nil
 }
 
 func nextLogSeq(ctx context.Context, tx *txn) (int64, error) {
