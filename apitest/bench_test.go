@@ -153,7 +153,9 @@ func BenchmarkSeatMapGET(b *testing.B) {
 // leases), at low contention (Random: a different seat of a 70,000-seat
 // event per request) and at flash-sale contention (Hot: every request on
 // one of 10 seats, so all but the first ten are refused with 409), each
-// request from a fresh user. Run beside the bare handler, 64 in flight:
+// request from a fresh user; and ForUpdate, the production shape with
+// seats held by row locks in PostgreSQL instead of Redis. Run beside the
+// bare handler, 64 in flight:
 //
 //	BOXOFFICE_BENCH_PARALLELISM=32 go test ./apitest -run '^$' -bench 'BareHandler|Reserve/' -benchtime 20000x
 func BenchmarkReserve(b *testing.B) {
@@ -167,6 +169,16 @@ func BenchmarkReserve(b *testing.B) {
 			prefix := redisPrefix(b, client, "apitest-bench:")
 			store := openSchemaStore(b, admin, withQuery(b, pgURL, "pool_max_conns", "32"), "reservebench_")
 			return NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
+				HoldTTL: 10 * time.Minute})
+		}},
+		// The same reserve with the lock layer in PostgreSQL: the seats'
+		// rows locked with SELECT ... FOR UPDATE (postgres.Holds), the
+		// classic pessimistic strategy, everything else as Production.
+		{"ForUpdate", func(b *testing.B) *Stack {
+			admin, pgURL, client := benchServers(b)
+			prefix := redisPrefix(b, client, "apitest-bench:")
+			store := openSchemaStore(b, admin, withQuery(b, pgURL, "pool_max_conns", "32"), "reservebench_")
+			return NewStack(b, Parts{Store: store, Holds: store.Holds(), Leases: redis.NewLeases(client, prefix),
 				HoldTTL: 10 * time.Minute})
 		}},
 	}
