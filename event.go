@@ -58,6 +58,10 @@ type Event struct {
 	// seat's face value (100: face value, as some markets require); 0 means
 	// no cap.
 	ResaleCapPercent int
+
+	// DrawSeed, for a queued sale, is the secret seed of its pre-queue draw
+	// (draw.go): CreateEvent stores it; only Store.Draw reads it back.
+	DrawSeed []byte
 }
 
 // Resale and refund limits.

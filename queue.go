@@ -155,11 +155,12 @@ type QueueState interface {
 	// request: the queue drain's announcement. An error may leave part of
 	// the batch finished; finishing again is harmless.
 	FinishMany(ctx context.Context, rs []*QueuedRequest, os []QueueOutcome) (first []bool, err error)
-	// Open gives the event's pre-queue its positions, a random permutation
-	// (shuffle) following any position already given, and returns the
+	// Open gives the event's pre-queue its positions, following any
+	// position already given, in the order that draw returns the ids of the
+	// requests still waiting in (the draw, DrawOrder), and returns the
 	// requests in position order, for the caller to append to the log. It
 	// is idempotent: a second call returns the same requests again.
-	Open(ctx context.Context, eventID ID, shuffle func(n int, swap func(i, j int))) ([]*QueuedRequest, error)
+	Open(ctx context.Context, eventID ID, draw func(ids []ID) []ID) ([]*QueuedRequest, error)
 	// MarkReleased records that the requests Open returned are in the log.
 	MarkReleased(ctx context.Context, eventID ID) error
 	// MarkSoldOut records that the event sold out with every position

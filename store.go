@@ -41,6 +41,15 @@ type EventStore interface {
 	Events(ctx context.Context, f EventFilter) ([]*Event, error)
 	// SoldSeats returns the ids of the event's seats that have a valid ticket.
 	SoldSeats(ctx context.Context, eventID ID) ([]string, error)
+	// Draw returns the event's pre-queue draw (its seed, and its order once
+	// drawn), or ENOTFOUND when it has none.
+	Draw(ctx context.Context, eventID ID) (*Draw, error)
+	// RecordDraw records a draw's outcome (Order, FirstPosition, DrawnAt)
+	// once, keeping the seed stored at CreateEvent; a draw recorded before
+	// wins and the call changes nothing. An event without a stored seed
+	// (created before draws were committed to) gets d.Seed, committed at
+	// DrawnAt.
+	RecordDraw(ctx context.Context, d *Draw) error
 }
 
 // NewBooking is a pending booking to write after its hold was granted.

@@ -3,6 +3,8 @@ package apitest
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -283,12 +285,25 @@ func testPreQueueDraw(t *testing.T, s *Stack) {
 		}
 		ids[i] = q.RequestID
 	}
+	// The draw is committed to before it happens; seed and order are not
+	// told before it.
+	anyone := s.anonymous(t)
+	before := drawOf(t, anyone, ev)
+	if before.Drawn || len(before.Commitment) != 64 || before.Seed != "" || before.OrderURL != "" {
+		t.Fatalf("before the opening: %+v", before)
+	}
+	if r := anyone.do("GET", "/events/"+ev+"/draw/order", nil); r.Status != http.StatusNotFound {
+		t.Errorf("the order before the draw: %d", r.Status)
+	}
 	s.Advance(opensIn + 100*time.Millisecond)
 	var got []int64
+	positions := map[string]int64{}
 	for i, id := range ids {
 		out := s.client(t, fmt.Sprint("early-", i), "").awaitOutcome(id)
 		got = append(got, out.QueuePosition)
+		positions[id] = out.QueuePosition
 	}
+	checkDraw(t, anyone, ev, before.Commitment, positions)
 	sorted := slices.Clone(got)
 	slices.Sort(sorted)
 	for i, p := range sorted {
@@ -312,6 +327,60 @@ func testPreQueueDraw(t *testing.T, s *Stack) {
 	}
 	if held != 10 {
 		t.Errorf("%d held of 10 seats", held)
+	}
+}
+
+type drawView struct {
+	Commitment    string `json:"commitment"`
+	Drawn         bool   `json:"drawn"`
+	Seed          string `json:"seed"`
+	FirstPosition int64  `json:"first_position"`
+	Entries       int    `json:"entries"`
+	EntriesSHA256 string `json:"entries_sha256"`
+	OrderSHA256   string `json:"order_sha256"`
+	OrderURL      string `json:"order_url"`
+}
+
+func drawOf(t *testing.T, c *client, eventID string) drawView {
+	t.Helper()
+	r := c.do("GET", "/events/"+eventID+"/draw", nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET draw: %d %s", r.Status, r.Body)
+	}
+	var d drawView
+	r.decode(t, &d)
+	return d
+}
+
+// checkDraw checks a drawn event's published draw as an outsider would:
+// the seed hashes to the commitment seen before, the order is the seed's
+// order of its entries, and each request sits at the position its owner
+// was told.
+func checkDraw(t *testing.T, c *client, eventID, commitment string, positions map[string]int64) {
+	t.Helper()
+	d := drawOf(t, c, eventID)
+	seed, err := hex.DecodeString(d.Seed)
+	if !d.Drawn || err != nil || d.Commitment != commitment || boxoffice.DrawCommitment(seed) != commitment {
+		t.Fatalf("after the draw: %+v (seed: %v); the commitment before was %s", d, err, commitment)
+	}
+	r := c.do("GET", d.OrderURL, nil)
+	if sum := sha256.Sum256(r.Body); r.Status != http.StatusOK || hex.EncodeToString(sum[:]) != d.OrderSHA256 {
+		t.Fatalf("order: %d, sha256 %x, the draw says %s", r.Status, sum, d.OrderSHA256)
+	}
+	var order []boxoffice.ID
+	for _, line := range strings.Fields(string(r.Body)) {
+		order = append(order, parseID(t, line))
+	}
+	if len(order) != len(positions) || d.Entries != len(order) {
+		t.Fatalf("%d in the order, %d entries said, %d requests waited", len(order), d.Entries, len(positions))
+	}
+	if !slices.Equal(boxoffice.DrawOrder(seed, order), order) {
+		t.Error("the published order is not the seed's order of its entries")
+	}
+	for i, id := range order {
+		if want := positions[id.String()]; want != d.FirstPosition+int64(i) {
+			t.Errorf("request %d is %d-th in the draw (position %d), its owner was told %d", id, i, d.FirstPosition+int64(i), want)
+		}
 	}
 }
 

@@ -86,6 +86,8 @@ func (s *Server) Routes() []Route {
 		{"GET", "/events/{event_id}/availability", public, s.getAvailability},
 		{"GET", "/events/{event_id}/layout", public, s.getLayout},
 		{"GET", "/events/{event_id}/stats", admin, s.eventStats},
+		{"GET", "/events/{event_id}/draw", public, s.getDraw},
+		{"GET", "/events/{event_id}/draw/order", public, s.getDrawOrder},
 		{"POST", "/bookings/reserve", customer, s.reserve},
 		{"GET", "/bookings/{booking_id}", customer, s.getBooking},
 		{"POST", "/bookings/{booking_id}/confirm", customer, s.confirm},

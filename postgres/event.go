@@ -15,12 +15,16 @@ const (
 	maxEventsLimit     = 500
 )
 
-// CreateEvent writes the event, its sections and every seat of its layout
-// (up to boxoffice.MaxSeatsPerEvent, written with COPY) in one transaction.
-// Errors: EINVALID if the event does not validate, ECONFLICT if its ID is
-// taken.
+// CreateEvent writes the event, its draw's seed (if it has one), its
+// sections and every seat of its layout (up to boxoffice.MaxSeatsPerEvent,
+// written with COPY) in one transaction. Errors: EINVALID if the event does
+// not validate or its seed is not DrawSeedSize bytes, ECONFLICT if its ID
+// is taken.
 func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 	if err := e.Validate(); err != nil {
+		return err
+	}
+	if err := checkDrawSeed(e); err != nil {
 		return err
 	}
 	seats := e.Seats()
@@ -35,6 +39,9 @@ func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "event %s already exists", e.ID)
 		}
 		if err != nil {
+			return err
+		}
+		if err := insertDrawSeed(ctx, tx, e); err != nil {
 			return err
 		}
 		var (

@@ -376,8 +376,8 @@ func recordOf(r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) boxoffice.Qu
 }
 
 // Open draws the pre-queue; see boxoffice.QueueState.
-func (s *State) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n int, swap func(i, j int))) ([]*boxoffice.QueuedRequest, error) {
-	return warmed(ctx, s, eventID, func() ([]*boxoffice.QueuedRequest, error) { return s.cache.Open(ctx, eventID, shuffle) })
+func (s *State) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]*boxoffice.QueuedRequest, error) {
+	return warmed(ctx, s, eventID, func() ([]*boxoffice.QueuedRequest, error) { return s.cache.Open(ctx, eventID, draw) })
 }
 
 // MarkSoldOut raises the event's sold-out mark in the cache. A cache

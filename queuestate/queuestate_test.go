@@ -161,7 +161,7 @@ func TestRedisRestartsEmpty(t *testing.T) {
 	if err != nil || p.Opened || p.Waiting != waiting {
 		t.Fatalf("waiting room after the rebuild: %+v %v", p, err)
 	}
-	drawn, err := st.Open(ctx, room, func(n int, swap func(i, j int)) {})
+	drawn, err := st.Open(ctx, room, func(ids []boxoffice.ID) []boxoffice.ID { return ids })
 	if err != nil || len(drawn) != waiting {
 		t.Fatalf("drawn %d, %v; want %d", len(drawn), err, waiting)
 	}

@@ -6,7 +6,6 @@ package queuetest
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -443,8 +442,13 @@ func testPreQueue(t *testing.T, h Harness) {
 	if p, _ := h.State.Progress(ctx, ev); p.Waiting != n+1 || p.Opened || p.Admitted != 0 {
 		t.Fatalf("progress before opening %+v", p)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	opened, err := h.State.Open(ctx, ev, rng.Shuffle)
+	seed := boxoffice.NewDrawSeed()
+	var drawnIDs []boxoffice.ID
+	draw := func(ids []boxoffice.ID) []boxoffice.ID {
+		drawnIDs = boxoffice.DrawOrder(seed, ids)
+		return drawnIDs
+	}
+	opened, err := h.State.Open(ctx, ev, draw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,6 +463,9 @@ func testPreQueue(t *testing.T, h Harness) {
 		if i < n && r.ID != early[i].ID {
 			inOrder = false
 		}
+		if r.ID != drawnIDs[i] {
+			t.Fatalf("opened[%d] is %d, the draw put %d there", i, r.ID, drawnIDs[i])
+		}
 		e, _ := h.State.Entry(ctx, r.ID)
 		if e == nil || e.Status != boxoffice.QueueQueued || e.Request.Position != r.Position {
 			t.Fatalf("entry after opening %+v", e)
@@ -467,7 +474,7 @@ func testPreQueue(t *testing.T, h Harness) {
 	if inOrder {
 		t.Error("the draw left the pre-queue in arrival order")
 	}
-	again, err := h.State.Open(ctx, ev, rng.Shuffle)
+	again, err := h.State.Open(ctx, ev, draw)
 	if err != nil || len(again) != len(opened) {
 		t.Fatalf("second Open: %d requests, %v", len(again), err)
 	}
@@ -490,7 +497,7 @@ func testPreQueue(t *testing.T, h Harness) {
 		t.Errorf("progress after MarkReleased %+v", p)
 	}
 	// Opening an event nobody queued for early is harmless.
-	if rs, err := h.State.Open(ctx, h.NewEvent(t), rng.Shuffle); err != nil || len(rs) != 0 {
+	if rs, err := h.State.Open(ctx, h.NewEvent(t), draw); err != nil || len(rs) != 0 {
 		t.Errorf("Open of an empty pre-queue: %d, %v", len(rs), err)
 	}
 }

@@ -137,8 +137,9 @@ if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then redis.call('DECR', KEYS[
 return 1
 `
 
-// openLua: KEYS counters, waiting, opened; ARGV n (the pre-queue length the
-// caller shuffled), ttl s, then the entry keys in drawn order. Reply 'cold'
+// openLua: KEYS counters, waiting, opened; ARGV n (the pre-queue's length
+// when the caller read it), ttl s, then the keys of the entries it drew, in
+// drawn order. Reply 'cold'
 // (see admitLua), 'done' (opened before), 'retry' (the pre-queue changed
 // meanwhile) or 'ok'.
 const openLua = `
@@ -148,8 +149,8 @@ local n = tonumber(ARGV[1])
 if redis.call('LLEN', KEYS[2]) ~= n then return 'retry' end
 local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
 local drawn = 0
-for i = 1, n do
-  local k = ARGV[2 + i]
+for i = 3, #ARGV do
+  local k = ARGV[i]
   -- Only a request still waiting is drawn: one that has a position
   -- already (a state restored after Redis lost it) keeps it.
   if redis.call('HGET', k, 'status') == 'waiting' then
@@ -460,7 +461,7 @@ func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedReque
 }
 
 // Open draws the pre-queue's positions; see boxoffice.QueueState.
-func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n int, swap func(i, j int))) ([]*boxoffice.QueuedRequest, error) {
+func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]*boxoffice.QueuedRequest, error) {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
 	slot := q.slot(eventID)
@@ -469,8 +470,11 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, shuffle fun
 		if err != nil {
 			return nil, boxoffice.Unavailable("the queue state", err)
 		}
-		shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-		args := append([]string{strconv.Itoa(len(keys)), q.ttlSeconds()}, keys...)
+		drawn, err := q.drawKeys(ctx, keys, draw)
+		if err != nil {
+			return nil, err
+		}
+		args := append([]string{strconv.Itoa(len(keys)), q.ttlSeconds()}, drawn...)
 		verdict, err := openScript.exec(ctx, q.client, []string{slot + "n", slot + "waiting", slot + "opened"}, args).ToString()
 		if err != nil {
 			return nil, boxoffice.Unavailable("the queue state", err)
@@ -510,6 +514,44 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, shuffle fun
 			}
 			out = append(out, e.Request)
 		}
+	}
+	return out, nil
+}
+
+// drawKeys reads the ids of the pre-queue's entries still waiting (the
+// others keep their positions: a state restored after Redis lost it) and
+// returns their keys in the order draw gives their ids.
+func (q *QueueState) drawKeys(ctx context.Context, keys []string, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]string, error) {
+	byID := make(map[boxoffice.ID]string, len(keys))
+	ids := make([]boxoffice.ID, 0, len(keys))
+	for i := 0; i < len(keys); i += 1000 {
+		chunk := keys[i:min(i+1000, len(keys))]
+		cmds := make(rueidis.Commands, len(chunk))
+		for j, k := range chunk {
+			cmds[j] = q.client.B().Hmget().Key(k).Field("id", "status").Build()
+		}
+		for j, res := range q.client.DoMulti(ctx, cmds...) {
+			f, err := res.ToArray()
+			if err != nil || len(f) != 2 {
+				return nil, boxoffice.Unavailable("the queue state", fmt.Errorf("entry %q: %v", chunk[j], err))
+			}
+			status, _ := f[1].ToString()
+			idText, _ := f[0].ToString()
+			id, err := boxoffice.ParseID(idText)
+			if status != string(boxoffice.QueueWaiting) || err != nil {
+				continue // gone, or given a position before
+			}
+			byID[id] = chunk[j]
+			ids = append(ids, id)
+		}
+	}
+	order, err := boxoffice.ApplyDraw(draw, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(order))
+	for i, id := range order {
+		out[i] = byID[id]
 	}
 	return out, nil
 }

@@ -48,7 +48,7 @@ func TestQueueStateCold(t *testing.T) {
 	if _, _, err := q.Admit(ctx, r, 1, false); !errors.Is(err, boxoffice.ErrQueueCold) || boxoffice.ErrorCode(err) != boxoffice.EUNAVAILABLE {
 		t.Fatalf("Admit on a cold event: %v", err)
 	}
-	if _, err := q.Open(ctx, ev, func(int, func(i, j int)) {}); !errors.Is(err, boxoffice.ErrQueueCold) {
+	if _, err := q.Open(ctx, ev, func(ids []boxoffice.ID) []boxoffice.ID { return ids }); !errors.Is(err, boxoffice.ErrQueueCold) {
 		t.Fatalf("Open on a cold event: %v", err)
 	}
 	if _, err := q.Progress(ctx, ev); !errors.Is(err, boxoffice.ErrQueueCold) {
@@ -109,7 +109,7 @@ func TestOpenSkipsRequestsWithAPosition(t *testing.T) {
 		FinishedAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
-	drawn, err := q.Open(ctx, ev, func(int, func(i, j int)) {})
+	drawn, err := q.Open(ctx, ev, func(ids []boxoffice.ID) []boxoffice.ID { return ids })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,14 @@ func (s *Service) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffic
 	}
 	e.ID = id
 	e.CreatedAt = s.now()
+	if e.SaleMode == boxoffice.SaleQueued {
+		// The pre-queue draw's seed, committed to from now on (draw.go).
+		e.DrawSeed = boxoffice.NewDrawSeed()
+	}
 	if err := s.store.CreateEvent(ctx, e); err != nil {
 		return nil, err
 	}
+	e.DrawSeed = nil // secret until the draw: kept by the store alone
 	s.layouts.Store(e.ID, newLayout(e))
 	return e, nil
 }

@@ -2,10 +2,8 @@ package sale
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"math"
-	mrand "math/rand/v2"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -271,9 +269,32 @@ func (s *Service) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 		return err
 	}
 	defer release()
-	drawn, err := s.queue.Open(ctx, eventID, cryptoShuffle)
+	d, err := s.store.Draw(ctx, eventID)
+	if isCode(err, boxoffice.ENOTFOUND) {
+		// An event created before draws were committed to: a seed now,
+		// published with the draw (committed at the draw, not before).
+		d, err = &boxoffice.Draw{EventID: eventID, Seed: boxoffice.NewDrawSeed()}, nil
+	}
 	if err != nil {
 		return err
+	}
+	drawn, err := s.queue.Open(ctx, eventID, func(ids []boxoffice.ID) []boxoffice.ID { return boxoffice.DrawOrder(d.Seed, ids) })
+	if err != nil {
+		return err
+	}
+	if !d.Drawn() {
+		// Published before the requests go on: whoever sees a position
+		// can check it (GET /events/{id}/draw).
+		rec := &boxoffice.Draw{EventID: eventID, Seed: d.Seed, DrawnAt: s.now(), Order: make([]boxoffice.ID, len(drawn))}
+		for i, r := range drawn {
+			rec.Order[i] = r.ID
+		}
+		if len(drawn) > 0 {
+			rec.FirstPosition = drawn[0].Position
+		}
+		if err := s.store.RecordDraw(ctx, rec); err != nil {
+			return err
+		}
 	}
 	for i := 0; i < len(drawn); i += 1000 {
 		if err := s.reqLog.Append(ctx, drawn[i:min(i+1000, len(drawn))]...); err != nil {
@@ -285,15 +306,6 @@ func (s *Service) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 	}
 	s.log.Info("pre-queue drawn", "event", eventID, "requests", len(drawn))
 	return nil
-}
-
-// cryptoShuffle is a Fisher-Yates shuffle seeded from crypto/rand: the draw
-// must not be predictable from the outside.
-func cryptoShuffle(n int, swap func(i, j int)) {
-	var seed [32]byte
-	_, _ = rand.Read(seed[:])
-	r := mrand.New(mrand.NewChaCha8(seed))
-	r.Shuffle(n, swap)
 }
 
 // RunOpener opens the pre-queues of queued events as their sales open,

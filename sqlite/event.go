@@ -13,9 +13,14 @@ import (
 // stays well under SQLite's limit of 32766 parameters a statement.
 const seatBatch = 500
 
-// CreateEvent writes the event, its policy, its sections and every seat of
-// its layout in one transaction. An event whose ID is taken fails with ECONFLICT.
+// CreateEvent writes the event, its policy, its draw's seed (if it has
+// one), its sections and every seat of its layout in one transaction. An
+// event whose ID is taken fails with ECONFLICT; a seed that is not
+// DrawSeedSize bytes, EINVALID.
 func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
+	if err := checkDrawSeed(e); err != nil {
+		return err
+	}
 	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO events (id, name, venue, starts_at, sale_opens_at, sale_mode, ticket_limit, created_at,
@@ -27,6 +32,9 @@ func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "event %d already exists", e.ID)
 		}
 		if err != nil {
+			return err
+		}
+		if err := insertDrawSeed(ctx, tx, e); err != nil {
 			return err
 		}
 		for i, sec := range e.Sections {

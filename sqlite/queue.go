@@ -302,8 +302,8 @@ func (q *Queue) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 	return first, nil
 }
 
-// Open gives the pre-queue its positions, in the order shuffle leaves it.
-func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n int, swap func(i, j int))) ([]*boxoffice.QueuedRequest, error) {
+// Open gives the pre-queue its positions, in the order draw gives.
+func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]*boxoffice.QueuedRequest, error) {
 	err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_events (event_id) VALUES (?) ON CONFLICT DO NOTHING`, eventID); err != nil {
 			return err
@@ -333,7 +333,9 @@ func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, shuffle func(n i
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		if ids, err = boxoffice.ApplyDraw(draw, ids); err != nil {
+			return err
+		}
 		seq, err := nextLogSeq(ctx, tx)
 		if err != nil {
 			return err

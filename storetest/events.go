@@ -212,5 +212,6 @@ func storedEvent(e *boxoffice.Event) *boxoffice.Event {
 	c := *e
 	c.StartsAt, c.SaleOpensAt, c.CreatedAt = ms(e.StartsAt), ms(e.SaleOpensAt), ms(e.CreatedAt)
 	c.Sections = append([]boxoffice.Section(nil), e.Sections...)
+	c.DrawSeed = nil // kept apart, read back only by Draw
 	return &c
 }

@@ -66,6 +66,7 @@ func Run(t *testing.T, newStore func(t *testing.T) boxoffice.Store) {
 		}
 	})
 	s.events(t)
+	s.draws(t)
 	s.bookings(t)
 	s.ticketLimit(t)
 	s.confirm(t)

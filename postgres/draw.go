@@ -1,0 +1,126 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// A draw is one row of event_draws (migrations/0007_draws.sql): the seed
+// from CreateEvent, then the outcome RecordDraw writes once, its order a
+// bytea of big-endian 64-bit request ids.
+
+// Draw returns the event's pre-queue draw, or ENOTFOUND when it has none
+// (an unknown event has none).
+func (s *Store) Draw(ctx context.Context, eventID boxoffice.ID) (*boxoffice.Draw, error) {
+	d := &boxoffice.Draw{EventID: eventID}
+	var (
+		drawnAt *time.Time
+		first   *int64
+		ids     []byte
+	)
+	err := s.pool.QueryRow(ctx, `
+		SELECT seed, committed_at, drawn_at, first_position, request_ids
+		FROM event_draws
+		WHERE event_id = $1`, int64(eventID)).Scan(&d.Seed, &d.CommittedAt, &drawnAt, &first, &ids)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "event %s has no draw", eventID)
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	d.CommittedAt = d.CommittedAt.UTC()
+	if drawnAt != nil {
+		d.DrawnAt = drawnAt.UTC()
+		if first != nil {
+			d.FirstPosition = *first
+		}
+		if d.Order, err = boxoffice.DecodeDrawOrder(ids); err != nil {
+			return nil, translate(err)
+		}
+	}
+	return d, nil
+}
+
+// recordDrawSQL inserts the draw row of an event that has none (seed
+// committed at the draw) or fills in one not yet drawn, keeping its seed;
+// a drawn row is left as it is (the conflict's WHERE, evaluated on the
+// row's latest version once its lock is taken, so of two racing calls the
+// first to commit wins). The event's row is the insert's source, so an
+// unknown event writes nothing; the statement answers whether it exists.
+const recordDrawSQL = `
+	WITH event AS (SELECT id FROM events WHERE id = $1),
+	draw AS (
+		INSERT INTO event_draws (event_id, seed, committed_at, drawn_at, first_position, request_ids)
+		SELECT id, $2::bytea, $3::timestamptz, $3::timestamptz, $4::bigint, $5::bytea FROM event
+		ON CONFLICT (event_id) DO UPDATE
+		SET drawn_at = EXCLUDED.drawn_at, first_position = EXCLUDED.first_position, request_ids = EXCLUDED.request_ids
+		WHERE event_draws.drawn_at IS NULL)
+	SELECT EXISTS (SELECT 1 FROM event), true`
+
+// finishDrawSQL fills in a row not yet drawn, for a call without a seed to
+// insert one with; it answers whether the event and its draw row exist.
+const finishDrawSQL = `
+	WITH draw AS (
+		UPDATE event_draws
+		SET drawn_at = $2, first_position = $3, request_ids = $4
+		WHERE event_id = $1 AND drawn_at IS NULL)
+	SELECT EXISTS (SELECT 1 FROM events WHERE id = $1),
+	       EXISTS (SELECT 1 FROM event_draws WHERE event_id = $1)`
+
+// RecordDraw records the draw's outcome once, in one statement: a row
+// still undrawn gets it (its seed kept), a drawn one is left as it is and
+// the call returns nil. An event without a row gets one, with d.Seed
+// committed at d.DrawnAt. Errors: EINVALID for a zero DrawnAt, or a seed
+// that is not DrawSeedSize bytes when a row must be inserted; ENOTFOUND
+// for an unknown event.
+func (s *Store) RecordDraw(ctx context.Context, d *boxoffice.Draw) error {
+	if d == nil || d.DrawnAt.IsZero() {
+		return boxoffice.Errorf(boxoffice.EINVALID, "a draw needs the time it was drawn")
+	}
+	ids := boxoffice.EncodeDrawOrder(d.Order)
+	var (
+		event, draw bool
+		err         error
+	)
+	if len(d.Seed) == boxoffice.DrawSeedSize {
+		err = s.pool.QueryRow(ctx, recordDrawSQL,
+			int64(d.EventID), d.Seed, ts(d.DrawnAt), d.FirstPosition, ids).Scan(&event, &draw)
+	} else {
+		err = s.pool.QueryRow(ctx, finishDrawSQL,
+			int64(d.EventID), ts(d.DrawnAt), d.FirstPosition, ids).Scan(&event, &draw)
+	}
+	switch {
+	case err != nil:
+		return translate(err)
+	case !event:
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "no event %s", d.EventID)
+	case !draw:
+		return boxoffice.Errorf(boxoffice.EINVALID, "event %s has no seed: a draw needs one of %d bytes", d.EventID, boxoffice.DrawSeedSize)
+	}
+	return nil
+}
+
+// checkDrawSeed refuses an event's seed of the wrong size; nil is none.
+func checkDrawSeed(e *boxoffice.Event) error {
+	if e.DrawSeed != nil && len(e.DrawSeed) != boxoffice.DrawSeedSize {
+		return boxoffice.Errorf(boxoffice.EINVALID, "a draw seed must be %d bytes, not %d", boxoffice.DrawSeedSize, len(e.DrawSeed))
+	}
+	return nil
+}
+
+// insertDrawSeed writes the draw row of a new event with a seed, committed
+// at its creation; nothing for an event without one.
+func insertDrawSeed(ctx context.Context, tx pgx.Tx, e *boxoffice.Event) error {
+	if e.DrawSeed == nil {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO event_draws (event_id, seed, committed_at) VALUES ($1, $2, $3)`,
+		int64(e.ID), e.DrawSeed, ts(e.CreatedAt))
+	return err
+}

@@ -1,0 +1,124 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// A draw is one row of event_draws (migrations/0007_draws.sql): the seed
+// from CreateEvent, then the outcome RecordDraw writes once, its order a
+// blob of big-endian 64-bit request ids.
+
+// Draw returns the event's pre-queue draw, or ENOTFOUND when it has none
+// (an unknown event has none).
+func (s *Store) Draw(ctx context.Context, eventID boxoffice.ID) (*boxoffice.Draw, error) {
+	d := &boxoffice.Draw{EventID: eventID}
+	var (
+		committed int64
+		first     sql.NullInt64
+		ids       []byte
+	)
+	err := s.queryRow(ctx, `
+		SELECT seed, committed_at, drawn_at, first_position, request_ids
+		FROM event_draws
+		WHERE event_id = ?`, eventID).Scan(&d.Seed, &committed, nullTime{&d.DrawnAt}, &first, &ids)
+	if err == sql.ErrNoRows {
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "event %d has no draw", eventID)
+	}
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	d.CommittedAt = fromMillis(committed)
+	if d.Drawn() {
+		d.FirstPosition = first.Int64
+		if d.Order, err = boxoffice.DecodeDrawOrder(ids); err != nil {
+			return nil, translate(err, "database")
+		}
+	}
+	return d, nil
+}
+
+// RecordDraw records the draw's outcome once: a row still undrawn gets
+// it (its seed kept), a drawn one is left as it is and the call returns
+// nil. An event without a row gets one, with d.Seed committed at
+// d.DrawnAt. Errors: EINVALID for a zero DrawnAt, or a seed that is not
+// DrawSeedSize bytes when a row must be inserted; ENOTFOUND for an unknown
+// event.
+func (s *Store) RecordDraw(ctx context.Context, d *boxoffice.Draw) error {
+	if d == nil || d.DrawnAt.IsZero() {
+		return boxoffice.Errorf(boxoffice.EINVALID, "a draw needs the time it was drawn")
+	}
+	ids := boxoffice.EncodeDrawOrder(d.Order)
+	drawnAt := millis(d.DrawnAt)
+	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		var (
+			res sql.Result
+			err error
+		)
+		if len(d.Seed) == boxoffice.DrawSeedSize {
+			// Inserts the row of an event that has none, fills in one not
+			// yet drawn; nothing (no row of events, or drawn_at set)
+			// otherwise. The SELECT's WHERE also keeps SQLite's parser from
+			// reading ON CONFLICT as a join's.
+			res, err = tx.ExecContext(ctx, `
+				INSERT INTO event_draws (event_id, seed, committed_at, drawn_at, first_position, request_ids)
+				SELECT id, ?2, ?3, ?3, ?4, ?5 FROM events WHERE id = ?1
+				ON CONFLICT (event_id) DO UPDATE
+				SET drawn_at = excluded.drawn_at, first_position = excluded.first_position, request_ids = excluded.request_ids
+				WHERE event_draws.drawn_at IS NULL`,
+				d.EventID, d.Seed, drawnAt, d.FirstPosition, ids)
+		} else {
+			// No seed to insert with: only an existing row can take it.
+			res, err = tx.ExecContext(ctx, `
+				UPDATE event_draws
+				SET drawn_at = ?2, first_position = ?3, request_ids = ?4
+				WHERE event_id = ?1 AND drawn_at IS NULL`,
+				d.EventID, drawnAt, d.FirstPosition, ids)
+		}
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n > 0 {
+			return err
+		}
+		// Nothing written: drawn before (first wins), no such event, or
+		// no row and no seed to make one with.
+		var event, draw bool
+		if err := tx.QueryRowContext(ctx, `
+			SELECT EXISTS (SELECT 1 FROM events WHERE id = ?1),
+			       EXISTS (SELECT 1 FROM event_draws WHERE event_id = ?1)`,
+			d.EventID).Scan(&event, &draw); err != nil {
+			return err
+		}
+		switch {
+		case !event:
+			return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %d not found", d.EventID)
+		case !draw:
+			return boxoffice.Errorf(boxoffice.EINVALID, "event %d has no seed: a draw needs one of %d bytes", d.EventID, boxoffice.DrawSeedSize)
+		}
+		return nil
+	})
+}
+
+// checkDrawSeed refuses an event's seed of the wrong size; nil is none.
+func checkDrawSeed(e *boxoffice.Event) error {
+	if e.DrawSeed != nil && len(e.DrawSeed) != boxoffice.DrawSeedSize {
+		return boxoffice.Errorf(boxoffice.EINVALID, "a draw seed must be %d bytes, not %d", boxoffice.DrawSeedSize, len(e.DrawSeed))
+	}
+	return nil
+}
+
+// insertDrawSeed writes the draw row of a new event with a seed, committed
+// at its creation; nothing for an event without one.
+func insertDrawSeed(ctx context.Context, tx *txn, e *boxoffice.Event) error {
+	if e.DrawSeed == nil {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO event_draws (event_id, seed, committed_at) VALUES (?, ?, ?)`,
+		e.ID, e.DrawSeed, millis(e.CreatedAt))
+	return err
+}
