@@ -16,10 +16,11 @@ import (
 // QueueState is boxoffice.QueueState on Redis. An event's queue lives in
 // one hash slot, {q:<event>}:
 //
-//	<p>q:{q:<event>}:n                 hash: init, admitted, served, waiting, opened, released
+//	<p>q:{q:<event>}:n                 hash: init, admitted, served, waiting, opened, released, drawbase
 //	<p>q:{q:<event>}:e:<user>\x00<key>  hash: the entry (id, hash, req JSON, pos, status, outcome)
 //	<p>q:{q:<event>}:live:<user>       the user's live entries
 //	<p>q:{q:<event>}:waiting           list: entry keys of the pre-queue, in arrival order
+//	<p>q:{q:<event>}:pool              the same, frozen at the opening until drawn
 //	<p>q:{q:<event>}:opened            list: the same after the draw, in position order
 //	<p>q:id:{<request>}                JSON ["<event>", "<user>", "<key>"], to find an entry by its id
 //
@@ -137,33 +138,52 @@ if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then redis.call('DECR', KEYS[
 return 1
 `
 
-// openLua: KEYS counters, waiting, opened; ARGV n (the pre-queue's length
-// when the caller read it), ttl s, then the keys of the entries it drew, in
-// drawn order. Reply 'cold'
-// (see admitLua), 'done' (opened before), 'retry' (the pre-queue changed
-// meanwhile) or 'ok'.
-const openLua = `
+// The draw opens the pre-queue in two steps, so that requests arriving
+// meanwhile (the burst at the opening) never make it start over:
+//
+// closeLua: KEYS counters, waiting, pool; ARGV ttl s. It freezes the
+// pre-queue: the waiting list becomes the pool to draw from, its positions
+// (admitted+1 .. admitted+n) are reserved, and the event opens, so that
+// later arrivals queue behind the pool at once. Reply 'cold' (see
+// admitLua), 'drawing' (a pool waits to be drawn, now or since a crash) or
+// 'done' (nothing left to draw).
+const closeLua = `
 if redis.call('HGET', KEYS[1], 'init') ~= '1' then return 'cold' end
-if redis.call('HGET', KEYS[1], 'opened') == '1' then return 'done' end
-local n = tonumber(ARGV[1])
-if redis.call('LLEN', KEYS[2]) ~= n then return 'retry' end
+if redis.call('HGET', KEYS[1], 'opened') == '1' then
+  if redis.call('EXISTS', KEYS[3]) == 1 then return 'drawing' end
+  return 'done'
+end
+local n = redis.call('LLEN', KEYS[2])
 local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
-local drawn = 0
-for i = 3, #ARGV do
+local released = 1
+if n > 0 then
+  released = 0
+  redis.call('RENAME', KEYS[2], KEYS[3])
+  redis.call('EXPIRE', KEYS[3], ARGV[1])
+end
+redis.call('HSET', KEYS[1], 'drawbase', admitted, 'admitted', admitted + n, 'waiting', 0, 'opened', 1, 'released', released)
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+if n > 0 then return 'drawing' end
+return 'done'
+`
+
+// drawLua: KEYS counters, pool, opened; ARGV ttl s, then the pool's entry
+// keys in drawn order. It gives them the reserved positions in that order
+// (an entry with a position already, a state restored after Redis lost it,
+// keeps it) and drops the pool. Reply 'ok', or 'done' when there was no
+// pool left (drawn before).
+const drawLua = `
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'done' end
+local pos = tonumber(redis.call('HGET', KEYS[1], 'drawbase') or '0')
+for i = 2, #ARGV do
   local k = ARGV[i]
-  -- Only a request still waiting is drawn: one that has a position
-  -- already (a state restored after Redis lost it) keeps it.
   if redis.call('HGET', k, 'status') == 'waiting' then
-    drawn = drawn + 1
-    redis.call('HSET', k, 'pos', admitted + drawn, 'status', 'queued')
+    pos = pos + 1
+    redis.call('HSET', k, 'pos', pos, 'status', 'queued')
     redis.call('RPUSH', KEYS[3], k)
   end
 end
-local released = 0
-if drawn == 0 then released = 1 end
-redis.call('HSET', KEYS[1], 'admitted', admitted + drawn, 'waiting', 0, 'opened', 1, 'released', released)
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-if drawn > 0 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
+if pos > 0 then redis.call('EXPIRE', KEYS[3], ARGV[1]) end
 redis.call('DEL', KEYS[2])
 return 'ok'
 `
@@ -171,7 +191,8 @@ return 'ok'
 var (
 	admitScript  = newScript(admitLua)
 	finishScript = newScript(finishLua)
-	openScript   = newScript(openLua)
+	closeScript  = newScript(closeLua)
+	drawScript   = newScript(drawLua)
 )
 
 func (q *QueueState) ttlSeconds() string {
@@ -462,11 +483,22 @@ func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedReque
 
 // Open draws the pre-queue's positions; see boxoffice.QueueState.
 func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]*boxoffice.QueuedRequest, error) {
-	ctx, cancel := q.ctx(ctx)
+	// Not one call's timeout: a big pre-queue is read and drawn in several
+	// round trips, by the opener, not for a waiting client.
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	slot := q.slot(eventID)
-	for attempt := 0; ; attempt++ {
-		keys, err := q.client.Do(ctx, q.client.B().Lrange().Key(slot+"waiting").Start(0).Stop(-1).Build()).AsStrSlice()
+	verdict, err := closeScript.exec(ctx, q.client, []string{slot + "n", slot + "waiting", slot + "pool"}, []string{q.ttlSeconds()}).ToString()
+	if err != nil {
+		return nil, boxoffice.Unavailable("the queue state", err)
+	}
+	switch verdict {
+	case "cold":
+		return nil, boxoffice.QueueColdError()
+	case "drawing":
+		// The pool is frozen: whoever draws it, now or after a crash,
+		// draws the same entries.
+		keys, err := q.client.Do(ctx, q.client.B().Lrange().Key(slot+"pool").Start(0).Stop(-1).Build()).AsStrSlice()
 		if err != nil {
 			return nil, boxoffice.Unavailable("the queue state", err)
 		}
@@ -474,19 +506,9 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, draw func(i
 		if err != nil {
 			return nil, err
 		}
-		args := append([]string{strconv.Itoa(len(keys)), q.ttlSeconds()}, drawn...)
-		verdict, err := openScript.exec(ctx, q.client, []string{slot + "n", slot + "waiting", slot + "opened"}, args).ToString()
-		if err != nil {
+		args := append([]string{q.ttlSeconds()}, drawn...)
+		if err := drawScript.exec(ctx, q.client, []string{slot + "n", slot + "pool", slot + "opened"}, args).Error(); err != nil {
 			return nil, boxoffice.Unavailable("the queue state", err)
-		}
-		if verdict == "cold" {
-			return nil, boxoffice.QueueColdError()
-		}
-		if verdict != "retry" {
-			break
-		}
-		if attempt > 100 {
-			return nil, boxoffice.Errorf(boxoffice.EUNAVAILABLE, "the pre-queue keeps changing")
 		}
 	}
 	keys, err := q.client.Do(ctx, q.client.B().Lrange().Key(slot+"opened").Start(0).Stop(-1).Build()).AsStrSlice()
@@ -518,9 +540,13 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, draw func(i
 	return out, nil
 }
 
-// drawKeys reads the ids of the pre-queue's entries still waiting (the
-// others keep their positions: a state restored after Redis lost it) and
-// returns their keys in the order draw gives their ids.
+// openTimeout bounds Open: reading a pre-queue of a million entries, the
+// draw and the scripts.
+const openTimeout = time.Minute
+
+// drawKeys reads the ids of the pool's entries still waiting (the others
+// keep their positions: a state restored after Redis lost it) and returns
+// their keys in the order draw gives their ids.
 func (q *QueueState) drawKeys(ctx context.Context, keys []string, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]string, error) {
 	byID := make(map[boxoffice.ID]string, len(keys))
 	ids := make([]boxoffice.ID, 0, len(keys))

@@ -127,6 +127,69 @@ func TestOpenSkipsRequestsWithAPosition(t *testing.T) {
 	}
 }
 
+// A big pre-queue opens while requests keep joining it, as in the burst at
+// a sale's opening: the draw freezes the pre-queue first, so arrivals never
+// make it start over, and every request that waited gets a position, the
+// later ones behind. (A draw that started over whenever the pre-queue had
+// changed never finished in the 200,000-user drill.)
+func TestOpenBigPreQueueUnderArrivals(t *testing.T) {
+	client := dialSingle(t)
+	q := NewQueueState(client, newPrefix(t, client))
+	ctx := t.Context()
+	ev := initEvent(t, q)
+	admit := func(from, n int) {
+		as := make([]boxoffice.Admission, n)
+		for i := range as {
+			as[i] = boxoffice.Admission{Request: queuetest.Request(ev, "early-"+strconv.Itoa(from+i)), MaxLive: 1, PreQueue: true}
+		}
+		if _, err := q.AdmitMany(ctx, as); err != nil {
+			t.Error(err)
+		}
+	}
+	const n = 30_000
+	for i := 0; i < n; i += 500 {
+		admit(i, 500)
+	}
+	// Arrivals meanwhile, until the draw is done: each one is waiting
+	// (the event has not opened) and changes the pre-queue under the draw.
+	done := make(chan struct{})
+	arrived := make(chan int)
+	go func() {
+		k := 0
+		defer func() { arrived <- k }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			admit(n+k, 20)
+			k += 20
+		}
+	}()
+	draws := 0
+	drawn, err := q.Open(ctx, ev, func(ids []boxoffice.ID) []boxoffice.ID { draws++; return ids })
+	close(done)
+	extra := <-arrived
+	if err != nil {
+		t.Fatalf("Open after %d draws: %v", draws, err)
+	}
+	p, err := q.Progress(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Arrivals after the opening are queued behind the drawn ones.
+	if len(drawn) < n || int64(len(drawn)) > p.Admitted || p.Admitted != int64(n+extra) || p.Waiting != 0 {
+		t.Fatalf("drawn %d of %d waiting (+%d arrived meanwhile); progress %+v", len(drawn), n, extra, p)
+	}
+	for i, r := range drawn {
+		if r.Position != int64(i+1) {
+			t.Fatalf("drawn[%d] at %d", i, r.Position)
+		}
+	}
+	t.Logf("%d drawn in %d draws, %d arrived during the opening", len(drawn), draws, extra)
+}
+
 // Finish finds the entry by the request's own event, user and key, and
 // records nothing when the entry there is another request's (a later one
 // admitted under the same key after the state was lost).
