@@ -20,6 +20,18 @@ type HoldRequest struct {
 	Supersede ID
 }
 
+// Check is what every Holds implementation asks of a request before
+// anything else: EINVALID without seats or without a positive TTL.
+func (r HoldRequest) Check() error {
+	if len(r.SeatIDs) == 0 {
+		return Errorf(EINVALID, "a hold needs at least one seat")
+	}
+	if r.TTL <= 0 {
+		return Errorf(EINVALID, "a hold needs a positive ttl")
+	}
+	return nil
+}
+
 // Hold is a granted HoldRequest.
 type Hold struct {
 	EventID ID

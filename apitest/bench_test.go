@@ -41,6 +41,18 @@ func benchClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}
 }
 
+// postReserve sends one reserve of seat of event ev, as the user of token.
+func postReserve(b *testing.B, hc *http.Client, s *Stack, token, ev, seat string) *http.Response {
+	body := fmt.Sprintf(`{"event_id":"%s","seat_ids":["%s"],"idempotency_key":"k"}`, ev, seat)
+	req, _ := http.NewRequest("POST", s.URL+"/bookings/reserve", bytes.NewBufferString(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return resp
+}
+
 func benchDo(b *testing.B, hc *http.Client, req *http.Request, want int) {
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -207,13 +219,7 @@ func runReserveBench(b *testing.B, s *Stack, load string) {
 				n = i % 10
 			}
 			seat := boxoffice.SeatID("S", boxoffice.RowLabel(int(n/1000)+1), int(n%1000)+1)
-			body := fmt.Sprintf(`{"event_id":"%s","seat_ids":["%s"],"idempotency_key":"k"}`, ev, seat)
-			req, _ := http.NewRequest("POST", s.URL+"/bookings/reserve", bytes.NewBufferString(body))
-			req.Header.Set("Authorization", "Bearer "+tokens[i])
-			resp, err := hc.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
+			resp := postReserve(b, hc, s, tokens[i], ev, seat)
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			switch resp.StatusCode {

@@ -1,7 +1,6 @@
 package apitest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -110,13 +109,7 @@ func runQueueBench(b *testing.B, s *Stack, mode string) {
 			if mode == "SoldOut" {
 				seat = seats[(i*7919)%1000]
 			}
-			body := fmt.Sprintf(`{"event_id":"%s","seat_ids":["%s"],"idempotency_key":"k"}`, ev, seat)
-			req, _ := http.NewRequest("POST", s.URL+"/bookings/reserve", bytes.NewBufferString(body))
-			req.Header.Set("Authorization", "Bearer "+tokens[i])
-			resp, err := hc.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
+			resp := postReserve(b, hc, s, tokens[i], ev, seat)
 			var t struct {
 				RequestID boxoffice.ID `json:"request_id"`
 			}

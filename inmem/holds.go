@@ -92,11 +92,8 @@ const maxSpare = 256
 // ESEATTAKEN *Error listing, in request order, the seats held by others
 // than req.Owner and req.Supersede.
 func (h *Holds) Acquire(_ context.Context, req boxoffice.HoldRequest) (boxoffice.Hold, error) {
-	if len(req.SeatIDs) == 0 {
-		return boxoffice.Hold{}, boxoffice.Errorf(boxoffice.EINVALID, "a hold needs at least one seat")
-	}
-	if req.TTL <= 0 {
-		return boxoffice.Hold{}, boxoffice.Errorf(boxoffice.EINVALID, "a hold needs a positive ttl")
+	if err := req.Check(); err != nil {
+		return boxoffice.Hold{}, err
 	}
 	seats := uniqueSeats(req.SeatIDs)
 	ev := h.event(req.EventID, true)

@@ -122,7 +122,7 @@ func (h *Holds) acquire(ctx context.Context, reqs []boxoffice.HoldRequest) ([]bo
 		seatIDs                       []string
 	)
 	for i, req := range reqs {
-		if errs[i] = validHold(req); errs[i] != nil {
+		if errs[i] = req.Check(); errs[i] != nil {
 			continue
 		}
 		seats := distinctSeats(req.SeatIDs)
@@ -178,17 +178,6 @@ func (h *Holds) acquire(ctx context.Context, reqs []boxoffice.HoldRequest) ([]bo
 		}
 	}
 	return holds, errs
-}
-
-// validHold is Acquire's check of a request: EINVALID or nil.
-func validHold(req boxoffice.HoldRequest) error {
-	if len(req.SeatIDs) == 0 {
-		return boxoffice.Errorf(boxoffice.EINVALID, "a hold needs at least one seat")
-	}
-	if req.TTL <= 0 {
-		return boxoffice.Errorf(boxoffice.EINVALID, "a hold needs a positive ttl")
-	}
-	return nil
 }
 
 // distinctSeats returns seatIDs without repeats, in first-seen order.
@@ -350,19 +339,8 @@ func (h *Holds) run(ctx context.Context, fn func(ctx context.Context) error) err
 func retry(ctx context.Context, timeout time.Duration, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var err error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		if attempt > 0 {
-			if werr := sleep(ctx, backoff(attempt)); werr != nil {
-				break // err is still the last attempt's
-			}
-		}
-		err = fn(ctx)
-		if err == nil || !retryable(err) {
-			break
-		}
-	}
-	return lockStoreError(err)
+	last, _ := withRetries(ctx, func() error { return fn(ctx) }) // a pause cut short: the last attempt's error
+	return lockStoreError(last)
 }
 
 // lockStoreError translates err like the rest of the package; what is left

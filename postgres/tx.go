@@ -27,19 +27,30 @@ const (
 // (it must only touch the database through tx). The error is translated
 // into the domain vocabulary.
 func (s *Store) transact(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	var err error
+	last, stopped := withRetries(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+	if stopped != nil {
+		return stopped
+	}
+	return translate(last)
+}
+
+// withRetries runs fn until it succeeds, fails with an error that is not
+// worth retrying (retryable), or has run maxAttempts times, pausing with
+// backoff between attempts. It returns fn's last error, and ctx's error
+// if a pause was cut short by it (fn then ran fewer times).
+func withRetries(ctx context.Context, fn func() error) (last, stopped error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if attempt > 0 {
-			if werr := sleep(ctx, backoff(attempt)); werr != nil {
-				return werr
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return last, err
 			}
 		}
-		err = pgx.BeginFunc(ctx, s.pool, fn)
-		if err == nil || !retryable(err) {
+		last = fn()
+		if last == nil || !retryable(last) {
 			break
 		}
 	}
-	return translate(err)
+	return last, nil
 }
 
 // backoff is the pause before the given retry (1 for the first retry).

@@ -214,13 +214,10 @@ func (h *Holds) timeout() time.Duration {
 
 // validRequest is Acquire's check of a request: EINVALID or nil.
 func validRequest(req boxoffice.HoldRequest) error {
-	if err := validSeats(req.SeatIDs); err != nil {
+	if err := req.Check(); err != nil {
 		return err
 	}
-	if req.TTL <= 0 {
-		return boxoffice.Errorf(boxoffice.EINVALID, "hold ttl must be positive")
-	}
-	return nil
+	return validSeats(req.SeatIDs) // a seat id names its section, hence its slot
 }
 
 func validSeats(seatIDs []string) error {
