@@ -149,11 +149,7 @@ func (s *Service) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *Lay
 // assumed to take, per request, as many seats as the served ones did (or,
 // before any was served, as many as this one asks), spread over the event
 // as what is left is: the request's kind keeps its share.
-func (s *Service) seatsAtTurn(ctx context.Context, t *QueueTicket, r *boxoffice.QueuedRequest, prog boxoffice.QueueProgress) {
-	l, err := s.Layout(ctx, r.EventID)
-	if err != nil {
-		return
-	}
+func (s *Service) seatsAtTurn(ctx context.Context, t *QueueTicket, l *Layout, r *boxoffice.QueuedRequest, prog boxoffice.QueueProgress) {
 	inv, err := s.inventory(ctx, l)
 	if err != nil || inv == nil {
 		return
@@ -199,7 +195,8 @@ func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTi
 	r := e.Request
 	t := &QueueTicket{RequestID: r.ID, EventID: r.EventID, Status: e.Status, QueuePosition: r.Position,
 		StatusURL: QueueURL(r.ID), EventsURL: QueueURL(r.ID) + "/events", Reason: e.Reason, Message: e.Message}
-	if l, err := s.Layout(ctx, r.EventID); err == nil {
+	l, lerr := s.Layout(ctx, r.EventID)
+	if lerr == nil {
 		t.SaleOpensAt = l.Event.SaleOpensAt
 	}
 	if e.Reason == boxoffice.ESOLDOUT {
@@ -214,7 +211,7 @@ func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTi
 		if err != nil {
 			return nil, err
 		}
-		if l, lerr := s.Layout(ctx, r.EventID); lerr == nil {
+		if lerr == nil {
 			// Queued before the sell-out: told now, decided by the drain
 			// (without a hold) when it gets there.
 			if mark, merr := s.soldOutMark(ctx, l, prog); merr == nil && r.Position <= mark {
@@ -224,7 +221,9 @@ func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTi
 			}
 		}
 		t.Ahead, t.EstimatedWaitSeconds = s.estimator.estimate(prog, rate, r.Position)
-		s.seatsAtTurn(ctx, t, r, prog)
+		if lerr == nil {
+			s.seatsAtTurn(ctx, t, l, r, prog)
+		}
 	case boxoffice.QueueWaiting:
 		// Until the draw nobody knows the place; the wait is at least the
 		// time to the opening.
