@@ -47,8 +47,13 @@ type Draw struct {
 	// CommittedAt is when the seed was fixed: the event's creation, or the
 	// draw itself for an event created before draws were committed to.
 	CommittedAt time.Time
-	// DrawnAt is zero until the draw; then FirstPosition is the position of
-	// Order[0], and Order the request ids in drawn order.
+	// DrawnAt is zero until the draw; then Order lists the request ids in
+	// drawn order, Order[i] at position FirstPosition+i. A 0 in Order is a
+	// position inside the draw's range that went to a request outside it:
+	// on a queue spread over several slots (redis.QueueState.Slots), each
+	// slot gives its own positions, and a slot whose share of the
+	// pre-queue was small goes on with later arrivals while the others'
+	// drawn requests still come.
 	DrawnAt       time.Time
 	FirstPosition int64
 	Order         []ID
@@ -71,9 +76,10 @@ func DrawCommitment(seed []byte) string {
 }
 
 // DrawEntriesHash is the SHA-256 of a draw's entries: the request ids in
-// decimal, sorted as numbers, each followed by a newline.
+// decimal, sorted as numbers, each followed by a newline. Zeros (a Draw's
+// gaps) are not entries.
 func DrawEntriesHash(ids []ID) [32]byte {
-	sorted := slices.Clone(ids)
+	sorted := DrawEntries(ids)
 	slices.Sort(sorted)
 	h := sha256.New()
 	var buf []byte
@@ -85,6 +91,17 @@ func DrawEntriesHash(ids []ID) [32]byte {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// DrawEntries returns a copy of a draw's order without its gaps (zeros).
+func DrawEntries(order []ID) []ID {
+	out := make([]ID, 0, len(order))
+	for _, id := range order {
+		if id != 0 {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // DrawOrder returns ids in drawn order: by key(id) = SHA-256(K || id in

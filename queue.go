@@ -100,9 +100,10 @@ func QueueColdError() error {
 
 // QueueProgress is an event's queue at a glance.
 type QueueProgress struct {
-	// Admitted is the highest position given; Served the number of
-	// requests with an outcome. The distance between a position and Served
-	// is what the wait estimate divides by the drain rate.
+	// Admitted is the number of positions given (on one slot, also the
+	// highest); Served the number of requests with an outcome. The distance
+	// between a position and Served is what the wait estimate divides by
+	// the drain rate.
 	Admitted, Served int64
 	// Waiting counts requests in the pre-queue.
 	Waiting int64
@@ -113,7 +114,64 @@ type QueueProgress struct {
 	// SoldOutUpTo is the highest position the event's sell-out answers
 	// (MarkSoldOut): every request at or before it that has no outcome yet
 	// is sold out, and is told so at once. 0 while it has not sold out.
+	// On a queue spread over several slots, the highest of Slots' marks.
 	SoldOutUpTo int64
+	// Slots is set for a queue spread over k > 1 slots (redis.QueueState
+	// with Slots > 1): slot j gives the positions j+1, j+1+k, j+1+2k, ...
+	// and keeps its own sold-out mark. Empty for a queue in one sequence.
+	Slots []QueueSlot
+}
+
+// QueueSlot is one slot of a queue spread over several: the highest
+// position it gave and its sold-out mark (0: none), both positions of the
+// event's queue.
+type QueueSlot struct{ Last, SoldOutUpTo int64 }
+
+// SoldOut reports whether the sell-out answers position pos: it was given
+// before the event's (or its slot's) sold-out mark was set.
+func (p QueueProgress) SoldOut(pos int64) bool {
+	if pos <= 0 {
+		return false
+	}
+	if k := int64(len(p.Slots)); k > 0 {
+		return pos <= p.Slots[(pos-1)%k].SoldOutUpTo
+	}
+	return pos <= p.SoldOutUpTo
+}
+
+// Before returns how many positions below pos were given: on one
+// sequence pos-1; on slots, each slot's positions below pos up to the last
+// it gave. Less Served, it is the number of requests ahead of pos. A
+// progress read before pos was given (its slot's Last is below it: a
+// cached read) cannot tell a slot's gaps from its later admissions, and
+// counts pos-1 as on one sequence.
+func (p QueueProgress) Before(pos int64) int64 {
+	k := int64(len(p.Slots))
+	if k == 0 || pos < 1 || pos > p.Slots[(pos-1)%k].Last {
+		return max(0, pos-1)
+	}
+	var n int64
+	for j, s := range p.Slots {
+		// Slot j's positions are j+1, j+1+k, ...: those up to m number
+		// (m-j-1)/k + 1.
+		if m := min(pos-1, s.Last); m >= int64(j)+1 {
+			n += (m-int64(j)-1)/k + 1
+		}
+	}
+	return n
+}
+
+// AllSoldOut reports whether the sold-out mark covers every position given.
+func (p QueueProgress) AllSoldOut() bool {
+	if len(p.Slots) > 0 {
+		for _, s := range p.Slots {
+			if s.SoldOutUpTo < s.Last {
+				return false
+			}
+		}
+		return true
+	}
+	return p.SoldOutUpTo >= p.Admitted
 }
 
 // QueueState is the front door's book of queued requests.

@@ -2,10 +2,12 @@ package apitest
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -173,8 +175,9 @@ func testQueuedBestAvailableBatch(t *testing.T, s *Stack) {
 	needQueue(t, s)
 	ev := s.queuedEvent(t, -time.Minute, section{"F", "t", 1000, 20, 20})
 	type req struct {
-		c  *client
-		id string
+		c   *client
+		id  string
+		pos int64
 	}
 	var reqs []req
 	for i := range 40 {
@@ -185,8 +188,10 @@ func testQueuedBestAvailableBatch(t *testing.T, s *Stack) {
 		}
 		var q queueTicket
 		r.decode(t, &q)
-		reqs = append(reqs, req{c, q.RequestID})
+		reqs = append(reqs, req{c, q.RequestID, q.QueuePosition})
 	}
+	// Queue order is position order (on slots not quite arrival order).
+	slices.SortFunc(reqs, func(a, b req) int { return cmp.Compare(a.pos, b.pos) })
 	s.StartWorkers(t, 1) // the whole queue arrives as one batch or a few
 	prev := -1
 	for i, q := range reqs {

@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
@@ -52,23 +53,65 @@ func TestProduction(t *testing.T) {
 	}
 	t.Cleanup(kc.Close)
 
-	Run(t, func(t *testing.T) *Stack {
-		store := openSchemaStore(t, admin, pgURL, "apitest_")
-		prefix := redisPrefix(t, client, "apitest:")
-		topic := "sale.requests." + randomHex(4)
-		if err := kc.EnsureTopics(ctx, map[string]int32{topic: 4}); err != nil {
-			t.Fatal(err)
-		}
-		log := kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "workers-" + topic, HeartbeatInterval: 200 * time.Millisecond})
-		return NewStack(t, Parts{
-			Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), Shared: redis.NewSnapshots(client, prefix),
-			Queue: productionQueue(t, client, prefix, store, log), AdmitDeadline: sale.DefaultAdmitDeadline,
-			Log:      log,
-			Notifier: redis.NewNotifier(client, prefix),
-			Advance:  time.Sleep, HoldTTL: 3 * time.Second, PendingGrace: time.Second, SeatmapTTL: time.Second,
-			// PostgreSQL commits each booking: a smaller storm keeps the run short.
-			QueueStorm: 3_000,
-		})
+	Run(t, func(t *testing.T) *Stack { return productionStack(t, admin, pgURL, client, kc, 1) })
+}
+
+// TestProductionQueueSlots runs the queue's part of the suite with every
+// event's queue spread over three Redis slots, on the Redis Cluster that
+// .ci/run starts (BOXOFFICE_TEST_REDIS_CLUSTER): the production shape of a
+// hot event (serve --queue-slots 3).
+func TestProductionQueueSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers, real waiting")
+	}
+	pgURL := envOr("BOXOFFICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	nodes := os.Getenv("BOXOFFICE_TEST_REDIS_CLUSTER")
+	if nodes == "" {
+		unreachable(t, "the Redis Cluster", errors.New("BOXOFFICE_TEST_REDIS_CLUSTER is not set (scripts/redis-cluster.sh start DIR prints it)"))
+	}
+	admin, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		unreachable(t, "PostgreSQL", err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) })
+	client, err := redis.Dial(nodes)
+	if err != nil {
+		unreachable(t, "the Redis Cluster", err)
+	}
+	t.Cleanup(client.Close)
+	seeds, stopKafka, err := kafka.StartFake("127.0.0.1:0", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopKafka)
+	kc, err := kafka.Open(kafka.Config{Seeds: seeds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	RunQueue(t, func(t *testing.T) *Stack { return productionStack(t, admin, pgURL, client, kc, 3) })
+}
+
+// productionStack is a stack of the production shape, each test in a
+// schema, under a key prefix and on a topic of its own; slots is the
+// queue's (redis.QueueState.Slots).
+func productionStack(t *testing.T, admin *pgx.Conn, pgURL string, client rueidis.Client, kc *kafka.Client, slots int) *Stack {
+	store := openSchemaStore(t, admin, pgURL, "apitest_")
+	prefix := redisPrefix(t, client, "apitest:")
+	topic := "sale.requests." + randomHex(4)
+	if err := kc.EnsureTopics(ctx, map[string]int32{topic: 4}); err != nil {
+		t.Fatal(err)
+	}
+	log := kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "workers-" + topic, HeartbeatInterval: 200 * time.Millisecond})
+	return NewStack(t, Parts{
+		Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), Shared: redis.NewSnapshots(client, prefix),
+		Queue: productionQueue(t, client, prefix, store, log, slots), AdmitDeadline: sale.DefaultAdmitDeadline,
+		Log:      log,
+		Notifier: redis.NewNotifier(client, prefix),
+		Advance:  time.Sleep, HoldTTL: 3 * time.Second, PendingGrace: time.Second, SeatmapTTL: time.Second,
+		// PostgreSQL commits each booking: a smaller storm keeps the run short.
+		QueueStorm: 3_000,
+		QueueSlots: slots, SlotOf: func(user string) int { return redis.UserSlot(user, slots) },
 	})
 }
 
@@ -133,8 +176,14 @@ func redisPrefix(tb testing.TB, client rueidis.Client, base string) string {
 					tb.Logf("clean-up of %s*: %v", prefix, err)
 					return
 				}
-				if len(e.Elements) > 0 {
-					_ = node.Do(ctx, node.B().Unlink().Key(e.Elements...).Build()).Error()
+				// One key a command: on a cluster, a command's keys must
+				// share a slot.
+				cmds := make(rueidis.Commands, len(e.Elements))
+				for i, k := range e.Elements {
+					cmds[i] = node.B().Unlink().Key(k).Build()
+				}
+				if len(cmds) > 0 {
+					node.DoMulti(ctx, cmds...)
 				}
 				if cursor = e.Cursor; cursor == 0 {
 					break
@@ -147,9 +196,11 @@ func redisPrefix(tb testing.TB, client rueidis.Client, base string) string {
 
 // productionQueue is the queue state of the production shape: Redis,
 // rebuilt from the log and PostgreSQL's outcomes, its epoch recorded.
-func productionQueue(t testing.TB, client rueidis.Client, prefix string, store *postgres.Store, log *kafka.RequestLog) *queuestate.State {
+func productionQueue(t testing.TB, client rueidis.Client, prefix string, store *postgres.Store, log *kafka.RequestLog, slots int) *queuestate.State {
 	t.Helper()
-	st := queuestate.New(redis.NewQueueState(client, prefix), store, log, redis.NewLeases(client, prefix), nil)
+	cache := redis.NewQueueState(client, prefix)
+	cache.Slots = slots
+	st := queuestate.New(cache, store, log, redis.NewLeases(client, prefix), nil)
 	st.Settle = 0 // nothing was admitted before
 	// A topic just made may not be listed yet: wait for it.
 	deadline := time.Now().Add(20 * time.Second)

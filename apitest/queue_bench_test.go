@@ -62,7 +62,7 @@ func BenchmarkQueue(b *testing.B) {
 				store := openSchemaStore(b, admin, pgURL, "apibench_")
 				log := kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "g-" + topic})
 				s := NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
-					Queue: productionQueue(b, client, prefix, store, log), Log: log,
+					Queue: productionQueue(b, client, prefix, store, log, 1), Log: log,
 					Notifier: redis.NewNotifier(client, prefix), HoldTTL: 5 * time.Minute})
 				runQueueBench(b, s, mode)
 			})

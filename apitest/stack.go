@@ -18,6 +18,7 @@ import (
 	"github.com/boxoffice/boxoffice/auth"
 	"github.com/boxoffice/boxoffice/httpapi"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/queuetest"
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
 	"github.com/boxoffice/boxoffice/snowflake"
@@ -81,6 +82,10 @@ type Parts struct {
 	// QueueStorm is the number of requests of the queue storm test
 	// (default 10,500).
 	QueueStorm int
+	// QueueSlots and SlotOf describe a queue spread over slots (see
+	// queuetest.Harness); zero: one sequence.
+	QueueSlots int
+	SlotOf     func(user string) int
 }
 
 // Stack is a running service and what tests need to drive and audit it.
@@ -105,7 +110,12 @@ type Stack struct {
 	Queue        boxoffice.QueueState
 	Log          boxoffice.RequestLog
 	QueueStorm   int
+	queueSlots   int
+	slotOf       func(user string) int
 }
+
+// positions predicts the positions a fresh event's queue gives.
+func (s *Stack) positions() *queuetest.Positions { return queuetest.NewPositions(s.queueSlots, s.slotOf) }
 
 // Secret signs the stacks' tokens.
 const Secret = "apitest-secret-apitest-secret-0123456789"
@@ -164,7 +174,8 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	srv := httptest.NewServer(api)
 	st := &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: seats, Auth: a,
 		AdvanceClock: p.Advance, HoldTTL: p.HoldTTL, OfferWindow: p.OfferWindow, PendingGrace: p.PendingGrace,
-		SeatmapTTL: p.SeatmapTTL, Now: now, Queue: p.Queue, Log: p.Log, QueueStorm: p.QueueStorm}
+		SeatmapTTL: p.SeatmapTTL, Now: now, Queue: p.Queue, Log: p.Log, QueueStorm: p.QueueStorm,
+		queueSlots: p.QueueSlots, slotOf: p.SlotOf}
 	st.Advance = func(d time.Duration) {
 		p.Advance(d)
 		if _, err := svc.ProcessReturns(ctx); err != nil {

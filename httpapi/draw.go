@@ -13,7 +13,9 @@ import (
 // `boxoffice verify-draw` does it.
 const drawAlgorithm = "entries = the request ids of order_url in decimal, sorted as numbers, each followed by \\n; " +
 	"K = SHA-256(seed || SHA-256(entries)); key(id) = SHA-256(K || id in decimal); " +
-	"the drawn order is by key ascending, and position first_position + i goes to the i-th"
+	"the drawn order is by key ascending; line i of order_url (from 0) is position first_position + i, " +
+	"and its entries read in line order are the drawn order (a line \"-\" is a position in the range that " +
+	"went to a request outside the draw: the queue's slots each give their own positions)"
 
 type drawJSON struct {
 	EventID     boxoffice.ID `json:"event_id"`
@@ -32,10 +34,14 @@ type drawJSON struct {
 }
 
 // drawOrderText is the drawn order as order_url serves it: one request id
-// per line, in position order; order_sha256 is its hash.
+// per line, in position order, "-" for a gap; order_sha256 is its hash.
 func drawOrderText(order []boxoffice.ID) []byte {
 	var b []byte
 	for _, id := range order {
+		if id == 0 {
+			b = append(b, "-\n"...)
+			continue
+		}
 		b = strconv.AppendInt(b, int64(id), 10)
 		b = append(b, '\n')
 	}
@@ -59,7 +65,7 @@ func (s *Server) getDraw(w http.ResponseWriter, r *http.Request, _ boxoffice.Use
 	}
 	v := drawJSON{EventID: d.EventID, Commitment: d.Commitment, CommittedAt: formatTime(d.CommittedAt), Drawn: d.Drawn(), Algorithm: drawAlgorithm}
 	if d.Drawn() {
-		n := len(d.Order)
+		n := len(boxoffice.DrawEntries(d.Order))
 		entries := boxoffice.DrawEntriesHash(d.Order)
 		order := sha256.Sum256(drawOrderText(d.Order))
 		v.DrawnAt, v.Seed, v.FirstPosition, v.Entries = formatTime(d.DrawnAt), hex.EncodeToString(d.Seed), d.FirstPosition, &n

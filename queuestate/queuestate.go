@@ -43,8 +43,9 @@ type Cache interface {
 	Init(ctx context.Context, eventID boxoffice.ID, epoch []string) (bool, error)
 	// Restore merges requests from the durable record into an event.
 	Restore(ctx context.Context, eventID boxoffice.ID, entries []*boxoffice.QueueEntry) error
-	// Seal ends an event's rebuild.
-	Seal(ctx context.Context, eventID boxoffice.ID, admitted, served int64, waiting []*boxoffice.QueuedRequest) error
+	// Seal ends an event's rebuild: highest is the highest position in the
+	// log, given how many requests there have one.
+	Seal(ctx context.Context, eventID boxoffice.ID, highest, given, served int64, waiting []*boxoffice.QueuedRequest) error
 	// Nodes returns the run ids of the cache's nodes; Epoch and SetEpoch
 	// read and write those of the last complete rebuild.
 	Nodes(ctx context.Context) ([]string, error)
@@ -582,7 +583,7 @@ func (s *State) rebuild(ctx context.Context) error {
 			}
 			return cmp.Compare(a.ID, b.ID)
 		})
-		if err := s.cache.Seal(ctx, id, ev.admitted, served[id], waiting); err != nil {
+		if err := s.cache.Seal(ctx, id, ev.admitted, int64(len(ev.drawn)), served[id], waiting); err != nil {
 			return err
 		}
 	}

@@ -50,16 +50,28 @@ func TestContract(t *testing.T) {
 // back, a retry replays, one live entry per user holds, new requests queue
 // behind the old ones, the waiting room is drawn with all of its requests.
 func TestRedisRestartsEmpty(t *testing.T) {
+	t.Run("OneSlot", func(t *testing.T) { testRedisRestartsEmpty(t, 1) })
+	t.Run("ThreeSlots", func(t *testing.T) { testRedisRestartsEmpty(t, 3) })
+}
+
+func testRedisRestartsEmpty(t *testing.T, slots int) {
 	env := newEnv(t)
-	st, log := env.state(t, "restart.requests")
+	env.slots = slots
+	st, log := env.state(t, fmt.Sprint("restart.requests.", slots))
 	ctx := t.Context()
 	sale, room := env.newID(), env.newID()
+	positions := queuetest.NewPositions(slots, func(user string) int { return redis.UserSlot(user, slots) })
 
 	const n, decided, waiting = 60, 25, 30
 	var reqs, early []*boxoffice.QueuedRequest
+	var highest int64
 	for i := range n {
 		r := queuetest.Request(sale, fmt.Sprint("fan-", i), fmt.Sprint("A-A-", i+1))
-		admit(t, st, log, r, false)
+		e := admit(t, st, log, r, false)
+		if e.Request.Position != positions.Give(r.UserID) {
+			t.Fatalf("%s at %d", r.UserID, e.Request.Position)
+		}
+		highest = max(highest, e.Request.Position)
 		reqs = append(reqs, r)
 	}
 	for i := range waiting {
@@ -104,11 +116,24 @@ func TestRedisRestartsEmpty(t *testing.T) {
 		}
 	}
 	extra := int64(0) // admitted after the restart
+	given := map[int64]bool{}
+	for _, w := range want {
+		given[w.Request.Position] = true
+	}
+	// A position never given before: on slots, one past the highest given
+	// of its slot's own (a slot's counter is raised past every position of
+	// its below the highest in the log, given or not).
+	fresh := func(what string, pos int64) {
+		t.Helper()
+		if given[pos] || (slots == 1 && pos != highest+1) || pos <= highest-int64(slots) || pos > highest+int64(slots) {
+			t.Fatalf("%s at %d: given before, or not next after %d", what, pos, highest)
+		}
+		given[pos] = true
+		highest = max(highest, pos)
+	}
 	switch e, _, err := st.Admit(ctx, queuetest.Request(sale, "early-bird"), 1, false); {
 	case err == nil:
-		if e.Request.Position != n+1 {
-			t.Fatalf("Admit after the restart: position %d, want %d (never one given before)", e.Request.Position, n+1)
-		}
+		fresh("Admit after the restart", e.Request.Position)
 		extra++
 	case boxoffice.ErrorCode(err) != boxoffice.EUNAVAILABLE:
 		t.Fatalf("Admit before the rebuild: %v, want EUNAVAILABLE", err)
@@ -139,13 +164,13 @@ func TestRedisRestartsEmpty(t *testing.T) {
 	if _, _, err := st.Admit(ctx, queuetest.Request(sale, reqs[decided].UserID), 1, false); boxoffice.ErrorCode(err) != boxoffice.ECONFLICT {
 		t.Fatalf("a second live entry after the rebuild: %v, want ECONFLICT", err)
 	}
-	if _, _, err := st.Admit(ctx, queuetest.Request(sale, reqs[0].UserID), 1, false); err != nil {
+	if e, _, err := st.Admit(ctx, queuetest.Request(sale, reqs[0].UserID), 1, false); err != nil {
 		t.Fatalf("a user whose request was decided queues again: %v", err)
+	} else {
+		fresh("a decided user's new request", e.Request.Position)
 	}
 	e = admit(t, st, log, queuetest.Request(sale, "newcomer"), false)
-	if e.Request.Position != n+2+extra {
-		t.Fatalf("newcomer at %d, want %d", e.Request.Position, n+2+extra)
-	}
+	fresh("newcomer", e.Request.Position)
 	p, err := st.Progress(ctx, sale)
 	if err != nil || p.Admitted != n+2+extra || p.Served != decided {
 		t.Fatalf("progress %+v %v, want admitted %d served %d", p, err, n+2+extra, decided)
@@ -166,9 +191,14 @@ func TestRedisRestartsEmpty(t *testing.T) {
 		t.Fatalf("drawn %d, %v; want %d", len(drawn), err, waiting)
 	}
 	seen := map[boxoffice.ID]bool{}
+	var users []string
+	for _, r := range early {
+		users = append(users, r.UserID)
+	}
+	reserved := queuetest.NewPositions(slots, func(user string) int { return redis.UserSlot(user, slots) }).Reserve(users)
 	for i, r := range drawn {
-		if r.Position != int64(i+1) {
-			t.Errorf("drawn request %d at %d", i, r.Position)
+		if r.Position != reserved[i] {
+			t.Errorf("drawn request %d at %d, want %d", i, r.Position, reserved[i])
 		}
 		seen[r.ID] = true
 	}
@@ -244,6 +274,7 @@ type env struct {
 	redis  *testredis.Server
 	client rueidis.Client
 	prefix string
+	slots  int // of each event's queue (redis.QueueState.Slots)
 	kafka  *kafka.Client
 	ids    atomic.Int64
 }
@@ -282,7 +313,9 @@ func (e *env) state(t *testing.T, topic string) (*queuestate.State, *kafka.Reque
 		t.Fatal(err)
 	}
 	log := kafka.NewRequestLog(e.kafka, kafka.RequestLogConfig{Topic: topic, Group: topic + ".workers"})
-	st := queuestate.New(redis.NewQueueState(e.client, e.prefix), e.pg, log, redis.NewLeases(e.client, e.prefix), nil)
+	cache := redis.NewQueueState(e.client, e.prefix)
+	cache.Slots = e.slots
+	st := queuestate.New(cache, e.pg, log, redis.NewLeases(e.client, e.prefix), nil)
 	st.Settle = 50 * time.Millisecond
 	// A topic just made may not be listed yet: the first rebuild (which
 	// records the epoch) waits for it.

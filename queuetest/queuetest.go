@@ -23,6 +23,68 @@ type Harness struct {
 	// NewEvent returns the id of an event requests may name (a real row
 	// for a store with foreign keys).
 	NewEvent func(t *testing.T) boxoffice.ID
+	// Slots and SlotOf describe a queue spread over Slots > 1 slots (a
+	// redis.QueueState with Slots): slot j = SlotOf(user) holds the user's
+	// requests and gives the positions j+1, j+1+Slots, ... in turn. Zero:
+	// one sequence, 1, 2, 3, ...
+	Slots  int
+	SlotOf func(user string) int
+}
+
+// Positions predicts the positions an event's queue gives (one per
+// event): one sequence, or Slots slots.
+type Positions struct {
+	k      int
+	slotOf func(string) int
+	given  []int64 // per slot
+}
+
+// NewPositions returns the positions of a fresh event's queue over slots
+// slots (0 or 1: one sequence), slotOf telling a user's slot.
+func NewPositions(slots int, slotOf func(user string) int) *Positions {
+	n := &Positions{k: max(1, slots), slotOf: slotOf}
+	n.given = make([]int64, n.k)
+	return n
+}
+
+func (h Harness) numbering() *Positions { return NewPositions(h.Slots, h.SlotOf) }
+
+func (n *Positions) slot(user string) int {
+	if n.k == 1 {
+		return 0
+	}
+	return n.slotOf(user)
+}
+
+// Give returns the position the next admission of user gets.
+func (n *Positions) Give(user string) int64 {
+	j := n.slot(user)
+	n.given[j]++
+	return (n.given[j]-1)*int64(n.k) + int64(j) + 1
+}
+
+// Progress is the queue's progress as these positions make it: Admitted
+// and, on slots, each slot's last position (for QueueProgress.Before).
+func (n *Positions) Progress() boxoffice.QueueProgress {
+	var p boxoffice.QueueProgress
+	for j, g := range n.given {
+		p.Admitted += g
+		if n.k > 1 {
+			p.Slots = append(p.Slots, boxoffice.QueueSlot{Last: max(0, (g-1)*int64(n.k)+int64(j)+1)})
+		}
+	}
+	return p
+}
+
+// Reserve returns the positions a draw of the users' pre-queue hands out,
+// in order: each user's slot reserves one of its own.
+func (n *Positions) Reserve(users []string) []int64 {
+	out := make([]int64, len(users))
+	for i, u := range users {
+		out[i] = n.Give(u)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Run runs the whole contract, one fresh harness per subtest.
@@ -84,16 +146,18 @@ func code(err error) string { return boxoffice.ErrorCode(err) }
 
 func testPositions(t *testing.T, h Harness) {
 	ev := h.NewEvent(t)
+	want := h.numbering()
 	for i := 1; i <= 5; i++ {
-		e := admit(t, h, Request(ev, fmt.Sprint("u", i)), false)
-		if e.Status != boxoffice.QueueQueued || e.Request.Position != int64(i) {
-			t.Fatalf("request %d: status %s position %d, want queued at %d", i, e.Status, e.Request.Position, i)
+		user := fmt.Sprint("u", i)
+		e := admit(t, h, Request(ev, user), false)
+		if pos := want.Give(user); e.Status != boxoffice.QueueQueued || e.Request.Position != pos {
+			t.Fatalf("request %d: status %s position %d, want queued at %d", i, e.Status, e.Request.Position, pos)
 		}
 	}
 	// Positions are per event.
 	other := h.NewEvent(t)
-	if e := admit(t, h, Request(other, "u1"), false); e.Request.Position != 1 {
-		t.Errorf("first request of another event at %d, want 1", e.Request.Position)
+	if e, pos := admit(t, h, Request(other, "u1"), false), h.numbering().Give("u1"); e.Request.Position != pos {
+		t.Errorf("first request of another event at %d, want %d", e.Request.Position, pos)
 	}
 	p, err := h.State.Progress(ctx, ev)
 	if err != nil || p.Admitted != 5 || p.Served != 0 || !p.Opened || !p.Released {
@@ -105,6 +169,11 @@ func testConcurrentAdmits(t *testing.T, h Harness) {
 	ev := h.NewEvent(t)
 	const n = 300
 	positions := make([]int64, n)
+	want, users := h.numbering(), make([]string, n)
+	for i := range n {
+		users[i] = fmt.Sprint("user-", i)
+	}
+	expected := want.Reserve(users) // the same positions, in any order
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -119,8 +188,8 @@ func testConcurrentAdmits(t *testing.T, h Harness) {
 	wg.Wait()
 	slices.Sort(positions)
 	for i, p := range positions {
-		if p != int64(i+1) {
-			t.Fatalf("positions are not 1..%d: sorted[%d] = %d", n, i, p)
+		if p != expected[i] {
+			t.Fatalf("positions are not a permutation of the %d expected: sorted[%d] = %d, want %d", n, i, p, expected[i])
 		}
 	}
 }
@@ -176,7 +245,11 @@ func testMaxLive(t *testing.T, h Harness) {
 // in one batch are two queues.
 func testAdmitMany(t *testing.T, h Harness) {
 	ev, other := h.NewEvent(t), h.NewEvent(t)
+	at, atOther := h.numbering(), h.numbering()
 	before := admit(t, h, Request(ev, "early"), false)
+	if pos := at.Give("early"); before.Request.Position != pos {
+		t.Fatalf("first request at %d, want %d", before.Request.Position, pos)
+	}
 	a, b := Request(ev, "fan-a"), Request(ev, "fan-b")
 	retry := *a
 	retry.ID = a.ID + 1_000_000
@@ -184,7 +257,14 @@ func testAdmitMany(t *testing.T, h Harness) {
 	mismatch.ID, mismatch.RequestHash = a.ID+2_000_000, "another body"
 	second := Request(ev, "fan-a") // a new key while a is live
 	elsewhere := Request(other, "fan-a")
-	pre := Request(ev, "late-fan")
+	// On slots, the opening is each slot's: a slot that has given no
+	// position yet still takes a pre-queue flag at its word (the opener
+	// then draws it), so this request is of early's slot.
+	lateFan := "late-fan"
+	for i := 0; at.slot(lateFan) != at.slot("early"); i++ {
+		lateFan = fmt.Sprint("late-fan-", i)
+	}
+	pre := Request(ev, lateFan)
 	as := []boxoffice.Admission{
 		{Request: a, MaxLive: 1}, {Request: elsewhere, MaxLive: 1}, {Request: &retry, MaxLive: 1},
 		{Request: &mismatch, MaxLive: 1}, {Request: second, MaxLive: 1}, {Request: b, MaxLive: 1},
@@ -204,14 +284,15 @@ func testAdmitMany(t *testing.T, h Harness) {
 		replay  bool
 		errCode string
 	}{
-		{a.ID, before.Request.Position + 1, false, ""},
-		{elsewhere.ID, 1, false, ""},
-		{a.ID, before.Request.Position + 1, true, ""},
+		{a.ID, at.Give("fan-a"), false, ""},
+		{elsewhere.ID, atOther.Give("fan-a"), false, ""},
+		{a.ID, 0, true, ""}, // a's, checked below
 		{0, 0, false, boxoffice.EIDEMMISMATCH},
 		{0, 0, false, boxoffice.ECONFLICT},
-		{b.ID, before.Request.Position + 2, false, ""},
-		{pre.ID, before.Request.Position + 3, false, ""},
+		{b.ID, at.Give("fan-b"), false, ""},
+		{pre.ID, at.Give(lateFan), false, ""},
 	}
+	want[2].pos = want[0].pos
 	for i, w := range want {
 		o := out[i]
 		if w.errCode != "" {
@@ -234,8 +315,8 @@ func testAdmitMany(t *testing.T, h Harness) {
 			t.Errorf("entry %d after the batch: %+v, %v", r.ID, e, err)
 		}
 	}
-	if p, _ := h.State.Progress(ctx, ev); p.Admitted != before.Request.Position+3 {
-		t.Errorf("admitted %d, want %d", p.Admitted, before.Request.Position+3)
+	if p, _ := h.State.Progress(ctx, ev); p.Admitted != 4 {
+		t.Errorf("admitted %d, want 4", p.Admitted)
 	}
 	if out, err := h.State.AdmitMany(ctx, nil); err != nil || len(out) != 0 {
 		t.Errorf("empty batch: %v, %v", out, err)
@@ -273,7 +354,7 @@ func testFinishOnce(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	if e.Status != boxoffice.QueueHeld || e.BookingID != r.ID || !e.HeldUntil.Equal(held) || e.FinishedAt.IsZero() ||
-		!slices.Equal(e.Request.SeatIDs, r.SeatIDs) || e.Request.UserID != "fan" || e.Request.Position != 1 {
+		!slices.Equal(e.Request.SeatIDs, r.SeatIDs) || e.Request.UserID != "fan" || e.Request.Position != h.numbering().Give("fan") {
 		t.Errorf("entry %+v / %+v", e, e.Request)
 	}
 	if p, _ := h.State.Progress(ctx, ev); p.Served != 1 {
@@ -378,32 +459,43 @@ func testEntries(t *testing.T, h Harness) {
 // set, never goes down, and is raised by a later mark.
 func testSoldOut(t *testing.T, h Harness) {
 	ev := h.NewEvent(t)
+	at := h.numbering()
+	var early []int64
 	for i := range 3 {
-		admit(t, h, Request(ev, fmt.Sprintf("fan-%d", i), "A-A-1"), false)
+		user := fmt.Sprintf("fan-%d", i)
+		admit(t, h, Request(ev, user, "A-A-1"), false)
+		early = append(early, at.Give(user))
 	}
-	if p, err := h.State.Progress(ctx, ev); err != nil || p.SoldOutUpTo != 0 {
+	if p, err := h.State.Progress(ctx, ev); err != nil || p.SoldOutUpTo != 0 || p.SoldOut(early[0]) || p.AllSoldOut() {
 		t.Fatalf("before any mark: %+v, %v", p, err)
 	}
 	upTo, err := h.State.MarkSoldOut(ctx, ev)
-	if err != nil || upTo != 3 {
-		t.Fatalf("MarkSoldOut = %d, %v; want 3", upTo, err)
+	if err != nil || upTo != slices.Max(early) {
+		t.Fatalf("MarkSoldOut = %d, %v; want %d", upTo, err, slices.Max(early))
 	}
 	admit(t, h, Request(ev, "late", "A-A-2"), false)
-	if p, _ := h.State.Progress(ctx, ev); p.SoldOutUpTo != 3 || p.Admitted != 4 {
-		t.Errorf("after a later admission: %+v, want the mark still at 3 of 4", p)
+	late := at.Give("late")
+	p, _ := h.State.Progress(ctx, ev)
+	if p.SoldOutUpTo != upTo || p.Admitted != 4 || p.SoldOut(late) || p.AllSoldOut() {
+		t.Errorf("after a later admission: %+v, want the mark still at %d of 4, not covering %d", p, upTo, late)
 	}
-	if upTo, err := h.State.MarkSoldOut(ctx, ev); err != nil || upTo != 4 {
-		t.Errorf("a second MarkSoldOut = %d, %v; want 4", upTo, err)
+	for _, pos := range early {
+		if !p.SoldOut(pos) {
+			t.Errorf("position %d, given before the mark, is not sold out: %+v", pos, p)
+		}
 	}
-	if p, _ := h.State.Progress(ctx, ev); p.SoldOutUpTo != 4 {
+	if upTo, err := h.State.MarkSoldOut(ctx, ev); err != nil || upTo != max(late, slices.Max(early)) {
+		t.Errorf("a second MarkSoldOut = %d, %v; want %d", upTo, err, max(late, slices.Max(early)))
+	}
+	if p, _ := h.State.Progress(ctx, ev); !p.SoldOut(late) || !p.AllSoldOut() {
 		t.Errorf("Progress after the second mark: %+v", p)
 	}
 	// A retry is recognised by its key.
 	r := Request(ev, "keyed", "A-A-3")
 	admit(t, h, r, false)
 	e, err := h.State.EntryByKey(ctx, ev, "keyed", r.IdempotencyKey)
-	if err != nil || e.Request.ID != r.ID || e.Request.Position != 5 {
-		t.Errorf("EntryByKey = %+v, %v; want request %d at 5", e, err, r.ID)
+	if pos := at.Give("keyed"); err != nil || e.Request.ID != r.ID || e.Request.Position != pos {
+		t.Errorf("EntryByKey = %+v, %v; want request %d at %d", e, err, r.ID, pos)
 	}
 	if _, err := h.State.EntryByKey(ctx, ev, "keyed", "another"); code(err) != boxoffice.ENOTFOUND {
 		t.Errorf("EntryByKey of an unknown key: %v, want ENOTFOUND", err)
@@ -414,7 +506,7 @@ func testUnknown(t *testing.T, h Harness) {
 	if _, err := h.State.Entry(ctx, boxoffice.ID(nextID.Add(1))); code(err) != boxoffice.ENOTFOUND {
 		t.Errorf("Entry of an unknown request: %v, want ENOTFOUND", err)
 	}
-	if p, err := h.State.Progress(ctx, h.NewEvent(t)); err != nil || p != (boxoffice.QueueProgress{}) {
+	if p, err := h.State.Progress(ctx, h.NewEvent(t)); err != nil || p.Admitted != 0 || p.Served != 0 || p.Waiting != 0 || p.Opened || p.Released || p.SoldOutUpTo != 0 || !p.AllSoldOut() {
 		t.Errorf("Progress of an event without a queue: %+v, %v", p, err)
 	}
 }
@@ -423,7 +515,9 @@ func testPreQueue(t *testing.T, h Harness) {
 	ev := h.NewEvent(t)
 	const n = 40
 	var early []*boxoffice.QueuedRequest
+	users := []string{"just-after"}
 	for i := range n {
+		users = append(users, fmt.Sprint("early-", i))
 		r := Request(ev, fmt.Sprint("early-", i))
 		e := admit(t, h, r, true)
 		if e.Status != boxoffice.QueueWaiting || e.Request.Position != 0 {
@@ -455,10 +549,12 @@ func testPreQueue(t *testing.T, h Harness) {
 	if len(opened) != n+1 {
 		t.Fatalf("Open returned %d requests, want %d", len(opened), n+1)
 	}
+	at := h.numbering()
+	reserved := at.Reserve(users)
 	inOrder := true
 	for i, r := range opened {
-		if r.Position != int64(i+1) {
-			t.Fatalf("opened[%d] at position %d, want %d", i, r.Position, i+1)
+		if r.Position != reserved[i] {
+			t.Fatalf("opened[%d] at position %d, want %d", i, r.Position, reserved[i])
 		}
 		if i < n && r.ID != early[i].ID {
 			inOrder = false
@@ -484,8 +580,8 @@ func testPreQueue(t *testing.T, h Harness) {
 		}
 	}
 	// After opening: arrival order, after the draw.
-	if e := admit(t, h, Request(ev, "later"), false); e.Status != boxoffice.QueueQueued || e.Request.Position != n+2 {
-		t.Errorf("after opening: %s at %d, want queued at %d", e.Status, e.Request.Position, n+2)
+	if e, pos := admit(t, h, Request(ev, "later"), false), at.Give("later"); e.Status != boxoffice.QueueQueued || e.Request.Position != pos {
+		t.Errorf("after opening: %s at %d, want queued at %d", e.Status, e.Request.Position, pos)
 	}
 	if p, _ := h.State.Progress(ctx, ev); !p.Opened || p.Waiting != 0 || p.Admitted != n+2 {
 		t.Errorf("progress after opening %+v", p)

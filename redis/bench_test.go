@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/boxoffice/boxoffice"
 )
 
@@ -154,9 +156,90 @@ func benchMany(b *testing.B, batched bool) {
 	b.ReportMetric(float64(granted)/secs, "holds/s")
 }
 
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// BenchmarkAdmit is the front door of one hot event: admitters callers
+// deciding batches of admitBatch fresh users' requests at once
+// (AdmitMany, as package sale's admitters do), with the event's queue in
+// one slot or spread over three. On a 3-primary cluster the three slots'
+// scripts run on three primaries in parallel; on one server they share
+// it. Compare admissions/s of Slots1 and Slots3 on the cluster:
+//
+//	scripts/redis-cluster.sh start /tmp/rc
+//	BOXOFFICE_TEST_REDIS=127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002 \
+//	  go test ./redis -run '^$' -bench Admit -benchtime 400x -count 3
+func BenchmarkAdmit(b *testing.B) {
+	for _, slots := range []int{1, 3} {
+		b.Run("Slots"+strconv.Itoa(slots), func(b *testing.B) { benchAdmit(b, slots) })
+	}
+}
+
+const (
+	admitters  = 8
+	admitBatch = 256
+)
+
+func benchAdmit(b *testing.B, slots int) {
+	q := benchQueue(b)
+	q.Slots = slots
+	ctx := context.Background()
+	event := newID()
+	if ok, err := q.Init(ctx, event, nil); err != nil || !ok {
+		b.Fatalf("Init: %v %v", ok, err)
+	}
+	var next, failed atomic.Int64
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((admitters + procs - 1) / procs)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		as := make([]boxoffice.Admission, admitBatch)
+		for pb.Next() {
+			for i := range as {
+				n := next.Add(1)
+				id := boxoffice.ID(n)
+				as[i] = boxoffice.Admission{MaxLive: 1, Request: &boxoffice.QueuedRequest{ID: id, EventID: event,
+					UserID: "fan-" + strconv.FormatInt(n, 10), SeatIDs: []string{"A-A-1"}, IdempotencyKey: "k",
+					RequestHash: "h", EnqueuedAt: time.Now()}}
+			}
+			out, err := q.AdmitMany(ctx, as)
+			if err != nil {
+				failed.Add(admitBatch)
+				continue
+			}
+			for _, o := range out {
+				if o.Err != nil || o.Replay {
+					failed.Add(1)
+				}
+			}
+		}
+	})
+	b.StopTimer()
+	if f := failed.Load(); f > 0 {
+		b.Errorf("%d of %d admissions failed", f, b.N*admitBatch)
+	}
+	b.ReportMetric(float64(b.N*admitBatch)/b.Elapsed().Seconds(), "admissions/s")
+}
+
+// benchQueue returns a QueueState on BOXOFFICE_TEST_REDIS under a fresh
+// prefix, whose keys are deleted after the benchmark.
+func benchQueue(b *testing.B) *QueueState {
+	client := benchClient(b)
+	return NewQueueState(client, newPrefix(b, client))
+}
+
 // benchHolds returns Holds on BOXOFFICE_TEST_REDIS under a fresh prefix,
 // whose keys are deleted after the benchmark.
 func benchHolds(b *testing.B) *Holds {
+	client := benchClient(b)
+	return NewHolds(client, newPrefix(b, client))
+}
+
+func benchClient(b *testing.B) rueidis.Client {
 	addr := envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0")
 	client, err := Dial(addr)
 	if err != nil {
@@ -166,12 +249,5 @@ func benchHolds(b *testing.B) *Holds {
 		b.Skipf("Redis at %s: %v", addr, err)
 	}
 	b.Cleanup(client.Close) // after the keys' cleanup, which newPrefix registers next
-	return NewHolds(client, newPrefix(b, client))
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
+	return client
 }

@@ -1,11 +1,16 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -16,7 +21,7 @@ import (
 // QueueState is boxoffice.QueueState on Redis. An event's queue lives in
 // one hash slot, {q:<event>}:
 //
-//	<p>q:{q:<event>}:n                 hash: init, admitted, served, waiting, opened, released, drawbase
+//	<p>q:{q:<event>}:n                 hash: init, slots, admitted, given, served, waiting, opened, released, drawbase, drawend, drawn, soldout
 //	<p>q:{q:<event>}:e:<user>\x00<key>  hash: the entry (id, hash, req JSON, pos, status, outcome)
 //	<p>q:{q:<event>}:live:<user>       the user's live entries
 //	<p>q:{q:<event>}:waiting           list: entry keys of the pre-queue, in arrival order
@@ -25,10 +30,19 @@ import (
 //	<p>q:id:{<request>}                JSON ["<event>", "<user>", "<key>"], to find an entry by its id
 //
 // so admitting (idempotency, live count, position) is one script, atomic:
-// the per-event counter is the Redis INCR of the design. One hot event's
-// front door is one shard's work (~1e5 scripts/s); its seats spread over
-// the cluster by section. Entries expire after TTL (the idempotency
-// window).
+// the per-event counter is the Redis INCR of the design. One slot is one
+// primary's work (~1e5 admissions/s); for an event hotter than that, Slots
+// spreads its queue over k slots, {q:<event>} and {q:<event>:<j>} for j in
+// 1..k-1, each holding the requests of the users that hash to it (FNV-1a
+// of the user id mod k), so a user's idempotency keys and live count stay
+// in one script. Slot j gives positions j+1, j+1+k, j+1+2k, ...: unique
+// without any cross-slot step, and close to arrival order as long as the
+// slots fill evenly (users hash evenly; a position is off by at most k
+// times the slots' difference in admissions). Each slot keeps its own
+// sold-out mark (QueueProgress.Slots). The pre-queue is drawn as one: each
+// slot freezes its share and reserves as many of its positions, and the
+// draw hands the union of those positions out in drawn order (see Open).
+// Entries expire after TTL (the idempotency window).
 type QueueState struct {
 	client rueidis.Client
 	prefix string
@@ -36,6 +50,15 @@ type QueueState struct {
 	TTL time.Duration
 	// Timeout bounds each call; zero means DefaultTimeout.
 	Timeout time.Duration
+	// Slots is how many hash slots the queue of an event initialized from
+	// now on is spread over (0 or 1: one). An event keeps the number it was
+	// initialized with (recorded in its counters), so changing Slots does
+	// not move a live queue; a Redis that lost an event's counters sets it
+	// up again with the number configured then.
+	Slots int
+
+	known      sync.Map // boxoffice.ID → int: an initialized event's slots
+	knownCount atomic.Int64
 }
 
 var _ boxoffice.QueueState = (*QueueState)(nil)
@@ -55,19 +78,100 @@ func (q *QueueState) ctx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, t)
 }
 
-func (q *QueueState) slot(eventID boxoffice.ID) string {
-	return q.prefix + "q:{q:" + eventID.String() + "}:"
+// slot is the key prefix of slot j of an event's queue.
+func (q *QueueState) slot(eventID boxoffice.ID, j int) string {
+	if j == 0 {
+		return q.prefix + "q:{q:" + eventID.String() + "}:"
+	}
+	return q.prefix + "q:{q:" + eventID.String() + ":" + strconv.Itoa(j) + "}:"
 }
 
-func (q *QueueState) entryKey(eventID boxoffice.ID, user, key string) string {
-	return q.slot(eventID) + "e:" + user + "\x00" + key
+// UserSlot is the slot, of k, that holds a user's requests.
+func UserSlot(user string, k int) int {
+	if k <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(user))
+	return int(h.Sum32() % uint32(k))
+}
+
+// userKeys are the keys of a user's request and live count, in its slot.
+func (q *QueueState) userKeys(eventID boxoffice.ID, k int, user, key string) (entry, live string) {
+	slot := q.slot(eventID, UserSlot(user, k))
+	return slot + "e:" + user + "\x00" + key, slot + "live:" + user
+}
+
+func (q *QueueState) entryKey(eventID boxoffice.ID, k int, user, key string) string {
+	e, _ := q.userKeys(eventID, k, user, key)
+	return e
 }
 
 func (q *QueueState) idKey(id boxoffice.ID) string { return q.prefix + "q:id:{" + id.String() + "}" }
 
-// admitLua admits a batch of one event's requests in order, each as if
-// alone. KEYS counters, waiting, then entry and live per request; ARGV ttl
-// s, then id, hash, maxLive, preQueue (0/1), request JSON per request.
+// position is slot j's l-th position of k slots (0 for l = 0).
+func position(l int64, j, k int) int64 {
+	if l <= 0 {
+		return 0
+	}
+	return (l-1)*int64(k) + int64(j) + 1
+}
+
+func (q *QueueState) configured() int { return max(1, q.Slots) }
+
+// slotsOf returns how many slots an event's queue has: as recorded at its
+// initialization (1 for an event initialized before slots were recorded),
+// or, for an event not initialized (new, or lost by its Redis), the number
+// configured now, which its Init will record. Initialized events are
+// remembered (a bounded cache: it starts over past maxKnown events).
+func (q *QueueState) slotsOf(ctx context.Context, eventID boxoffice.ID) (int, error) {
+	if k, ok := q.known.Load(eventID); ok {
+		return k.(int), nil
+	}
+	vs, err := q.client.Do(ctx, q.client.B().Hmget().Key(q.slot(eventID, 0)+"n").Field("init", "slots").Build()).ToArray()
+	if err != nil || len(vs) != 2 {
+		return 0, boxoffice.Unavailable("the queue state", fmt.Errorf("the event's slots: %v", err))
+	}
+	if init, _ := vs[0].ToString(); init != "1" {
+		return q.configured(), nil
+	}
+	k := 1
+	if v, err := vs[1].AsInt64(); err == nil && v > 1 {
+		k = int(v)
+	}
+	q.remember(eventID, k)
+	return k, nil
+}
+
+const maxKnown = 1 << 16
+
+func (q *QueueState) remember(eventID boxoffice.ID, k int) {
+	if _, loaded := q.known.LoadOrStore(eventID, k); !loaded && q.knownCount.Add(1) > maxKnown {
+		q.known.Clear()
+		q.knownCount.Store(0)
+	}
+}
+
+// slotsOfAll is slotsOf for the events of a batch.
+func (q *QueueState) slotsOfAll(ctx context.Context, events []boxoffice.ID) (map[boxoffice.ID]int, error) {
+	out := make(map[boxoffice.ID]int, 1)
+	for _, ev := range events {
+		if _, ok := out[ev]; ok {
+			continue
+		}
+		k, err := q.slotsOf(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		out[ev] = k
+	}
+	return out, nil
+}
+
+// admitLua admits a batch of one event's requests (of one of its slots) in
+// order, each as if alone. KEYS counters, waiting, then entry and live per
+// request; ARGV ttl s, slots k, this slot j, then id, hash, maxLive,
+// preQueue (0/1), request JSON per request.
 // Reply: per request {'cold'|'replay'|'mismatch'|'busy'} or {'new',
 // position, status}. 'cold': the event's state is not initialized on this
 // node (see Init): a Redis that restarted empty must not hand out
@@ -79,14 +183,14 @@ if redis.call('HGET', KEYS[1], 'init') ~= '1' then
   for i = 1, n do out[i] = {'cold'} end
   return out
 end
-local ttl = ARGV[1]
+local ttl, k, j = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local c = redis.call('HMGET', KEYS[1], 'admitted', 'waiting', 'opened')
 local admitted = tonumber(c[1] or '0')
 local waiting = tonumber(c[2] or '0')
 local opened = c[3] == '1'
 local admitted0, waiting0, opened0 = admitted, waiting, opened
 for i = 1, n do
-  local ek, lk, a = KEYS[1 + 2 * i], KEYS[2 + 2 * i], 2 + 5 * (i - 1)
+  local ek, lk, a = KEYS[1 + 2 * i], KEYS[2 + 2 * i], 4 + 5 * (i - 1)
   local h = redis.call('HGET', ek, 'hash')
   if h then
     if h ~= ARGV[a + 1] then out[i] = {'mismatch'} else out[i] = {'replay'} end
@@ -100,7 +204,7 @@ for i = 1, n do
       redis.call('RPUSH', KEYS[2], ek)
     else
       admitted = admitted + 1
-      pos = admitted
+      pos = (admitted - 1) * k + j + 1
       opened = true
     end
     redis.call('INCR', lk)
@@ -119,6 +223,7 @@ if admitted ~= admitted0 then
   -- nothing to release.
   if not opened0 then redis.call('HSET', KEYS[1], 'released', 1) end
   redis.call('HSET', KEYS[1], 'admitted', admitted, 'opened', 1)
+  redis.call('HINCRBY', KEYS[1], 'given', admitted - admitted0)
 end
 redis.call('EXPIRE', KEYS[1], ttl)
 return out
@@ -138,20 +243,25 @@ if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then redis.call('DECR', KEYS[
 return 1
 `
 
-// The draw opens the pre-queue in two steps, so that requests arriving
+// The draw opens the pre-queue in steps, so that requests arriving
 // meanwhile (the burst at the opening) never make it start over:
 //
-// closeLua: KEYS counters, waiting, pool; ARGV ttl s. It freezes the
-// pre-queue: the waiting list becomes the pool to draw from, its positions
-// (admitted+1 .. admitted+n) are reserved, and the event opens, so that
-// later arrivals queue behind the pool at once. Reply 'cold' (see
-// admitLua), 'drawing' (a pool waits to be drawn, now or since a crash) or
-// 'done' (nothing left to draw).
+// closeLua, on each slot: KEYS counters, waiting, pool; ARGV ttl s. It
+// freezes the slot's pre-queue: the waiting list becomes the pool to draw
+// from, as many of the slot's positions are reserved (its counter moves
+// from drawbase to drawend), and the slot opens, so that later arrivals
+// queue behind the pool at once. Reply {'cold'} (see admitLua),
+// {'drawing', drawbase, drawend} (a pool waits to be drawn, now or since a
+// crash) or {'done'} (nothing left to draw).
 const closeLua = `
-if redis.call('HGET', KEYS[1], 'init') ~= '1' then return 'cold' end
+if redis.call('HGET', KEYS[1], 'init') ~= '1' then return {'cold'} end
 if redis.call('HGET', KEYS[1], 'opened') == '1' then
-  if redis.call('EXISTS', KEYS[3]) == 1 then return 'drawing' end
-  return 'done'
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    local c = redis.call('HMGET', KEYS[1], 'drawbase', 'drawend')
+    local base = tonumber(c[1] or '0')
+    return {'drawing', base, tonumber(c[2] or (base + redis.call('LLEN', KEYS[3])))}
+  end
+  return {'done'}
 end
 local n = redis.call('LLEN', KEYS[2])
 local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
@@ -161,30 +271,35 @@ if n > 0 then
   redis.call('RENAME', KEYS[2], KEYS[3])
   redis.call('EXPIRE', KEYS[3], ARGV[1])
 end
-redis.call('HSET', KEYS[1], 'drawbase', admitted, 'admitted', admitted + n, 'waiting', 0, 'opened', 1, 'released', released)
+redis.call('HSET', KEYS[1], 'drawbase', admitted, 'drawend', admitted + n, 'admitted', admitted + n,
+  'waiting', 0, 'opened', 1, 'released', released, 'drawn', 0)
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-if n > 0 then return 'drawing' end
-return 'done'
+if n > 0 then return {'drawing', admitted, admitted + n} end
+return {'done'}
 `
 
-// drawLua: KEYS counters, pool, opened; ARGV ttl s, then the pool's entry
-// keys in drawn order. It gives them the reserved positions in that order
-// (an entry with a position already, a state restored after Redis lost it,
-// keeps it) and drops the pool. Reply 'ok', or 'done' when there was no
-// pool left (drawn before).
+// drawLua, on each slot with a pool: KEYS counters, pool, opened; ARGV ttl
+// s, then entry key and position pairs of the slot's entries, in position
+// order. It gives the entries still waiting those positions (one restored
+// with a position after Redis lost it keeps it) and marks the slot drawn;
+// the pool stays until every slot is drawn (Open drops them then), so that
+// a draw cut short is drawn again over the same entries. Reply 'ok', or
+// 'done' when there was no pool left.
 const drawLua = `
 if redis.call('EXISTS', KEYS[2]) == 0 then return 'done' end
-local pos = tonumber(redis.call('HGET', KEYS[1], 'drawbase') or '0')
-for i = 2, #ARGV do
+if redis.call('HGET', KEYS[1], 'drawn') == '1' then return 'ok' end
+local n = 0
+for i = 2, #ARGV, 2 do
   local k = ARGV[i]
   if redis.call('HGET', k, 'status') == 'waiting' then
-    pos = pos + 1
-    redis.call('HSET', k, 'pos', pos, 'status', 'queued')
+    redis.call('HSET', k, 'pos', ARGV[i + 1], 'status', 'queued', 'drawn', 1)
     redis.call('RPUSH', KEYS[3], k)
+    n = n + 1
   end
 end
-if pos > 0 then redis.call('EXPIRE', KEYS[3], ARGV[1]) end
-redis.call('DEL', KEYS[2])
+if n > 0 then redis.call('EXPIRE', KEYS[3], ARGV[1]) end
+redis.call('HSET', KEYS[1], 'drawn', 1)
+redis.call('HINCRBY', KEYS[1], 'given', n)
 return 'ok'
 `
 
@@ -204,26 +319,40 @@ func (q *QueueState) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxL
 	return boxoffice.AdmitOne(ctx, q, r, maxLive, preQueue)
 }
 
-// AdmitMany admits a batch: one script per event (its hash slot) and the
-// requests' id index entries, all in one pipelined round trip. The index
-// is written before the verdict is known: for a replay or a refusal it
-// names an id nobody was given, which is harmless.
+// AdmitMany admits a batch: one script per event slot (its hash slot) and
+// the requests' id index entries, all in one pipelined round trip. The
+// index is written before the verdict is known: for a replay or a refusal
+// it names an id nobody was given, which is harmless.
 func (q *QueueState) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([]boxoffice.Admitted, error) {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
+	events := make([]boxoffice.ID, len(as))
+	for i, a := range as {
+		events[i] = a.Request.EventID
+	}
+	slots, err := q.slotsOfAll(ctx, events)
+	if err != nil {
+		return nil, err
+	}
 	type group struct {
 		idx        []int
 		keys, args []string
 	}
+	type slotOf struct {
+		event boxoffice.ID
+		j     int
+	}
 	var groups []*group
-	byEvent := map[boxoffice.ID]*group{}
+	byslot := map[slotOf]*group{}
 	for i, a := range as {
 		r := a.Request
-		g := byEvent[r.EventID]
+		k := slots[r.EventID]
+		j := UserSlot(r.UserID, k)
+		g := byslot[slotOf{r.EventID, j}]
 		if g == nil {
-			slot := q.slot(r.EventID)
-			g = &group{keys: []string{slot + "n", slot + "waiting"}, args: []string{q.ttlSeconds()}}
-			byEvent[r.EventID] = g
+			slot := q.slot(r.EventID, j)
+			g = &group{keys: []string{slot + "n", slot + "waiting"}, args: []string{q.ttlSeconds(), strconv.Itoa(k), strconv.Itoa(j)}}
+			byslot[slotOf{r.EventID, j}] = g
 			groups = append(groups, g)
 		}
 		body, err := json.Marshal(r)
@@ -234,8 +363,9 @@ func (q *QueueState) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([
 		if a.PreQueue {
 			pre = "1"
 		}
+		entry, live := q.userKeys(r.EventID, k, r.UserID, r.IdempotencyKey)
 		g.idx = append(g.idx, i)
-		g.keys = append(g.keys, q.entryKey(r.EventID, r.UserID, r.IdempotencyKey), q.slot(r.EventID)+"live:"+r.UserID)
+		g.keys = append(g.keys, entry, live)
 		g.args = append(g.args, r.ID.String(), r.RequestHash, strconv.Itoa(a.MaxLive), pre, string(body))
 	}
 	cmds := make(rueidis.Commands, 0, len(groups)+len(as))
@@ -252,8 +382,8 @@ func (q *QueueState) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([
 		}
 	}
 	out := make([]boxoffice.Admitted, len(as))
-	for k, g := range groups {
-		resp := res[k]
+	for n, g := range groups {
+		resp := res[n]
 		if e, ok := rueidis.IsRedisErr(resp.Error()); ok && e.IsNoScript() {
 			resp = admitScript.exec(ctx, q.client, g.keys, g.args)
 		}
@@ -341,7 +471,11 @@ func (q *QueueState) lookup(ctx context.Context, id boxoffice.ID) (string, error
 	if err != nil {
 		return "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
 	}
-	return q.entryKey(ev, parts[1], parts[2]), nil
+	k, err := q.slotsOf(ctx, ev)
+	if err != nil {
+		return "", err
+	}
+	return q.entryKey(ev, k, parts[1], parts[2]), nil
 }
 
 func (q *QueueState) entry(ctx context.Context, key string) (*boxoffice.QueueEntry, error) {
@@ -383,7 +517,11 @@ func decodeState(m map[string]string, r *boxoffice.QueuedRequest) *boxoffice.Que
 func (q *QueueState) EntryByKey(ctx context.Context, eventID boxoffice.ID, userID, key string) (*boxoffice.QueueEntry, error) {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	return q.entry(ctx, q.entryKey(eventID, userID, key))
+	k, err := q.slotsOf(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	return q.entry(ctx, q.entryKey(eventID, k, userID, key))
 }
 
 // Entries reads the entries of a batch by their keys (event, user, key, as
@@ -398,9 +536,13 @@ func (q *QueueState) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest)
 	}
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
+	slots, err := q.slotsOfAll(ctx, requestEvents(rs))
+	if err != nil {
+		return nil, err
+	}
 	cmds := make(rueidis.Commands, len(rs))
 	for i, r := range rs {
-		cmds[i] = q.client.B().Hmget().Key(q.entryKey(r.EventID, r.UserID, r.IdempotencyKey)).
+		cmds[i] = q.client.B().Hmget().Key(q.entryKey(r.EventID, slots[r.EventID], r.UserID, r.IdempotencyKey)).
 			Field(stateFields...).Build()
 	}
 	for i, res := range q.client.DoMulti(ctx, cmds...) {
@@ -421,6 +563,14 @@ func (q *QueueState) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest)
 		out[i] = decodeState(m, &r)
 	}
 	return out, nil
+}
+
+func requestEvents(rs []*boxoffice.QueuedRequest) []boxoffice.ID {
+	out := make([]boxoffice.ID, len(rs))
+	for i, r := range rs {
+		out[i] = r.EventID
+	}
+	return out
 }
 
 // stateFields are an entry's fields besides its request.
@@ -451,6 +601,16 @@ func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedReque
 	if err := boxoffice.CheckOutcomes(rs, os); err != nil {
 		return nil, err
 	}
+	first := make([]bool, len(rs))
+	if len(rs) == 0 {
+		return first, nil
+	}
+	ctx, cancel := q.ctx(ctx)
+	defer cancel()
+	slots, err := q.slotsOfAll(ctx, requestEvents(rs))
+	if err != nil {
+		return nil, err
+	}
 	execs := make([]rueidis.LuaExec, len(rs))
 	for i, r := range rs {
 		o := os[i]
@@ -458,19 +618,14 @@ func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedReque
 		if !o.HeldUntil.IsZero() {
 			held = o.HeldUntil.UnixMilli()
 		}
-		slot := q.slot(r.EventID)
+		k := slots[r.EventID]
+		entry, live := q.userKeys(r.EventID, k, r.UserID, r.IdempotencyKey)
 		execs[i] = rueidis.LuaExec{
-			Keys: []string{q.entryKey(r.EventID, r.UserID, r.IdempotencyKey), slot + "n", slot + "live:" + r.UserID},
+			Keys: []string{entry, q.slot(r.EventID, UserSlot(r.UserID, k)) + "n", live},
 			Args: []string{string(o.Status), o.Reason, o.Message, o.BookingID.String(), strconv.FormatInt(held, 10),
 				strconv.FormatInt(o.FinishedAt.UnixMilli(), 10), r.ID.String()},
 		}
 	}
-	first := make([]bool, len(rs))
-	if len(rs) == 0 {
-		return first, nil
-	}
-	ctx, cancel := q.ctx(ctx)
-	defer cancel()
 	for i, res := range finishScript.execMulti(ctx, q.client, execs) {
 		n, err := res.AsInt64()
 		if err != nil {
@@ -481,39 +636,144 @@ func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedReque
 	return first, nil
 }
 
-// Open draws the pre-queue's positions; see boxoffice.QueueState.
+// Open draws the pre-queue's positions; see boxoffice.QueueState. On k
+// slots: every slot freezes its share of the pre-queue and reserves as
+// many of its positions (closeLua, one round trip for all); the shares are
+// drawn as one, and the reserved positions, sorted, go out in drawn order;
+// each slot then gives its entries theirs (drawLua) and the pools go.
+// Drawn order and position order agree; a slot that reserved few
+// positions goes on with later arrivals meanwhile, so they may fall
+// between drawn ones (the published order marks those as gaps). A draw cut
+// short is drawn again the same way: the pools stay until every slot is
+// drawn, and an entry drawn before is drawn again with the others.
 func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]*boxoffice.QueuedRequest, error) {
 	// Not one call's timeout: a big pre-queue is read and drawn in several
 	// round trips, by the opener, not for a waiting client.
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	slot := q.slot(eventID)
-	verdict, err := closeScript.exec(ctx, q.client, []string{slot + "n", slot + "waiting", slot + "pool"}, []string{q.ttlSeconds()}).ToString()
+	k, err := q.slotsOf(ctx, eventID)
 	if err != nil {
-		return nil, boxoffice.Unavailable("the queue state", err)
+		return nil, err
 	}
-	switch verdict {
-	case "cold":
-		return nil, boxoffice.QueueColdError()
-	case "drawing":
-		// The pool is frozen: whoever draws it, now or after a crash,
-		// draws the same entries.
-		keys, err := q.client.Do(ctx, q.client.B().Lrange().Key(slot+"pool").Start(0).Stop(-1).Build()).AsStrSlice()
-		if err != nil {
-			return nil, boxoffice.Unavailable("the queue state", err)
+	execs := make([]rueidis.LuaExec, k)
+	for j := range k {
+		slot := q.slot(eventID, j)
+		execs[j] = rueidis.LuaExec{Keys: []string{slot + "n", slot + "waiting", slot + "pool"}, Args: []string{q.ttlSeconds()}}
+	}
+	var pools []pool
+	for j, res := range closeScript.execMulti(ctx, q.client, execs) {
+		v, err := res.ToArray()
+		if err != nil || len(v) == 0 {
+			return nil, boxoffice.Unavailable("the queue state", fmt.Errorf("closing slot %d: %v", j, err))
 		}
-		drawn, err := q.drawKeys(ctx, keys, draw)
-		if err != nil {
+		switch verdict, _ := v[0].ToString(); verdict {
+		case "cold":
+			return nil, boxoffice.QueueColdError()
+		case "drawing":
+			if len(v) != 3 {
+				return nil, boxoffice.Unavailable("the queue state", fmt.Errorf("closing slot %d: %d values", j, len(v)))
+			}
+			p := pool{j: j}
+			p.base, _ = v[1].AsInt64()
+			p.end, _ = v[2].AsInt64()
+			pools = append(pools, p)
+		}
+	}
+	if len(pools) > 0 {
+		if err := q.drawPools(ctx, eventID, k, pools, draw); err != nil {
 			return nil, err
 		}
-		args := append([]string{q.ttlSeconds()}, drawn...)
-		if err := drawScript.exec(ctx, q.client, []string{slot + "n", slot + "pool", slot + "opened"}, args).Error(); err != nil {
-			return nil, boxoffice.Unavailable("the queue state", err)
+	}
+	return q.opened(ctx, eventID, k)
+}
+
+// pool is a slot's frozen share of the pre-queue: the slot's positions
+// base+1..end (in its own numbering) are reserved for it.
+type pool struct {
+	j         int
+	base, end int64
+	keys      []string // its entries' keys
+}
+
+// drawPools draws the frozen pools as one and gives their entries the
+// reserved positions in drawn order.
+func (q *QueueState) drawPools(ctx context.Context, eventID boxoffice.ID, k int, pools []pool, draw func(ids []boxoffice.ID) []boxoffice.ID) error {
+	cmds := make(rueidis.Commands, len(pools))
+	for i, p := range pools {
+		cmds[i] = q.client.B().Lrange().Key(q.slot(eventID, p.j) + "pool").Start(0).Stop(-1).Build()
+	}
+	var keys []string
+	var reserved []int64
+	for i, res := range q.client.DoMulti(ctx, cmds...) {
+		ks, err := res.AsStrSlice()
+		if err != nil {
+			return boxoffice.Unavailable("the queue state", err)
+		}
+		pools[i].keys = ks
+		keys = append(keys, ks...)
+		for l := pools[i].base + 1; l <= pools[i].end; l++ {
+			reserved = append(reserved, position(l, pools[i].j, k))
 		}
 	}
-	keys, err := q.client.Do(ctx, q.client.B().Lrange().Key(slot+"opened").Start(0).Stop(-1).Build()).AsStrSlice()
+	slices.Sort(reserved)
+	drawn, err := q.drawKeys(ctx, keys, draw)
 	if err != nil {
-		return nil, boxoffice.Unavailable("the queue state", err)
+		return err
+	}
+	if len(drawn) > len(reserved) {
+		return boxoffice.Errorf(boxoffice.EINTERNAL, "%d requests drawn for %d positions", len(drawn), len(reserved))
+	}
+	posOf := make(map[string]int64, len(drawn))
+	for i, key := range drawn {
+		posOf[key] = reserved[i]
+	}
+	execs := make([]rueidis.LuaExec, len(pools))
+	for i, p := range pools {
+		slot := q.slot(eventID, p.j)
+		args := []string{q.ttlSeconds()}
+		mine := make([]string, 0, len(p.keys))
+		for _, key := range p.keys {
+			if _, ok := posOf[key]; ok {
+				mine = append(mine, key)
+			}
+		}
+		slices.SortFunc(mine, func(a, b string) int { return cmp.Compare(posOf[a], posOf[b]) })
+		for _, key := range mine {
+			args = append(args, key, strconv.FormatInt(posOf[key], 10))
+		}
+		execs[i] = rueidis.LuaExec{Keys: []string{slot + "n", slot + "pool", slot + "opened"}, Args: args}
+	}
+	for _, res := range drawScript.execMulti(ctx, q.client, execs) {
+		if err := res.Error(); err != nil {
+			return boxoffice.Unavailable("the queue state", err)
+		}
+	}
+	// Every slot is drawn: the pools go, and with them the way back.
+	cmds = make(rueidis.Commands, len(pools))
+	for i, p := range pools {
+		cmds[i] = q.client.B().Del().Key(q.slot(eventID, p.j) + "pool").Build()
+	}
+	for _, res := range q.client.DoMulti(ctx, cmds...) {
+		if err := res.Error(); err != nil {
+			return boxoffice.Unavailable("the queue state", err)
+		}
+	}
+	return nil
+}
+
+// opened returns the drawn requests of every slot, in position order.
+func (q *QueueState) opened(ctx context.Context, eventID boxoffice.ID, k int) ([]*boxoffice.QueuedRequest, error) {
+	cmds := make(rueidis.Commands, k)
+	for j := range k {
+		cmds[j] = q.client.B().Lrange().Key(q.slot(eventID, j) + "opened").Start(0).Stop(-1).Build()
+	}
+	var keys []string
+	for _, res := range q.client.DoMulti(ctx, cmds...) {
+		ks, err := res.AsStrSlice()
+		if err != nil {
+			return nil, boxoffice.Unavailable("the queue state", err)
+		}
+		keys = append(keys, ks...)
 	}
 	out := make([]*boxoffice.QueuedRequest, 0, len(keys))
 	for i := 0; i < len(keys); i += 1000 {
@@ -537,6 +797,9 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, draw func(i
 			out = append(out, e.Request)
 		}
 	}
+	if k > 1 {
+		slices.SortFunc(out, func(a, b *boxoffice.QueuedRequest) int { return cmp.Compare(a.Position, b.Position) })
+	}
 	return out, nil
 }
 
@@ -544,9 +807,11 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, draw func(i
 // draw and the scripts.
 const openTimeout = time.Minute
 
-// drawKeys reads the ids of the pool's entries still waiting (the others
-// keep their positions: a state restored after Redis lost it) and returns
-// their keys in the order draw gives their ids.
+// drawKeys reads the ids of the pool entries to draw and returns their
+// keys in the order draw gives their ids. Those are the entries still
+// waiting and those a draw cut short gave a position already (drawn=1):
+// the same set as the first time, so the same order. An entry that has a
+// position otherwise (a state restored after Redis lost it) keeps it.
 func (q *QueueState) drawKeys(ctx context.Context, keys []string, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]string, error) {
 	byID := make(map[boxoffice.ID]string, len(keys))
 	ids := make([]boxoffice.ID, 0, len(keys))
@@ -554,17 +819,18 @@ func (q *QueueState) drawKeys(ctx context.Context, keys []string, draw func(ids 
 		chunk := keys[i:min(i+1000, len(keys))]
 		cmds := make(rueidis.Commands, len(chunk))
 		for j, k := range chunk {
-			cmds[j] = q.client.B().Hmget().Key(k).Field("id", "status").Build()
+			cmds[j] = q.client.B().Hmget().Key(k).Field("id", "status", "drawn").Build()
 		}
 		for j, res := range q.client.DoMulti(ctx, cmds...) {
 			f, err := res.ToArray()
-			if err != nil || len(f) != 2 {
+			if err != nil || len(f) != 3 {
 				return nil, boxoffice.Unavailable("the queue state", fmt.Errorf("entry %q: %v", chunk[j], err))
 			}
-			status, _ := f[1].ToString()
 			idText, _ := f[0].ToString()
+			status, _ := f[1].ToString()
+			drawn, _ := f[2].ToString()
 			id, err := boxoffice.ParseID(idText)
-			if status != string(boxoffice.QueueWaiting) || err != nil {
+			if (status != string(boxoffice.QueueWaiting) && drawn != "1") || err != nil {
 				continue // gone, or given a position before
 			}
 			byID[id] = chunk[j]
@@ -582,45 +848,91 @@ func (q *QueueState) drawKeys(ctx context.Context, keys []string, draw func(ids 
 	return out, nil
 }
 
-// Progress returns the event's queue counters.
+// counters reads the counters of every slot of an event, in one round trip.
+func (q *QueueState) counters(ctx context.Context, eventID boxoffice.ID, k int) ([]map[string]string, error) {
+	cmds := make(rueidis.Commands, k)
+	for j := range k {
+		cmds[j] = q.client.B().Hgetall().Key(q.slot(eventID, j) + "n").Build()
+	}
+	out := make([]map[string]string, k)
+	for j, res := range q.client.DoMulti(ctx, cmds...) {
+		m, err := res.AsStrMap()
+		if err != nil {
+			return nil, boxoffice.Unavailable("the queue state", err)
+		}
+		out[j] = m
+	}
+	return out, nil
+}
+
+// Progress returns the event's queue counters, summed over its slots.
 func (q *QueueState) Progress(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, error) {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	m, err := q.client.Do(ctx, q.client.B().Hgetall().Key(q.slot(eventID)+"n").Build()).AsStrMap()
+	k, err := q.slotsOf(ctx, eventID)
 	if err != nil {
-		return boxoffice.QueueProgress{}, boxoffice.Unavailable("the queue state", err)
+		return boxoffice.QueueProgress{}, err
 	}
-	var p boxoffice.QueueProgress
-	p.Admitted, _ = strconv.ParseInt(m["admitted"], 10, 64)
-	p.Served, _ = strconv.ParseInt(m["served"], 10, 64)
-	p.Waiting, _ = strconv.ParseInt(m["waiting"], 10, 64)
-	p.Opened = m["opened"] == "1"
-	p.Released = m["released"] == "1"
-	p.SoldOutUpTo, _ = strconv.ParseInt(m["soldout"], 10, 64)
-	if m["init"] != "1" {
+	ms, err := q.counters(ctx, eventID, k)
+	if err != nil {
+		return boxoffice.QueueProgress{}, err
+	}
+	num := func(m map[string]string, f string) int64 {
+		n, _ := strconv.ParseInt(m[f], 10, 64)
+		return n
+	}
+	p := boxoffice.QueueProgress{Opened: true, Released: true}
+	cold := false
+	for j, m := range ms {
+		p.Served += num(m, "served")
+		p.Waiting += num(m, "waiting")
+		p.Opened = p.Opened && m["opened"] == "1"
+		p.Released = p.Released && m["released"] == "1"
+		cold = cold || m["init"] != "1"
+		if k == 1 {
+			p.Admitted, p.SoldOutUpTo = num(m, "admitted"), num(m, "soldout")
+			continue
+		}
+		p.Admitted += num(m, "given")
+		s := boxoffice.QueueSlot{Last: position(num(m, "admitted"), j, k), SoldOutUpTo: position(num(m, "soldout"), j, k)}
+		p.Slots = append(p.Slots, s)
+		p.SoldOutUpTo = max(p.SoldOutUpTo, s.SoldOutUpTo)
+	}
+	if cold {
 		return p, boxoffice.QueueColdError()
 	}
 	return p, nil
 }
 
-// MarkSoldOut raises the event's sold-out mark to its highest position
-// given, in one script on the event's counters.
+// MarkSoldOut raises each slot's sold-out mark to its highest position
+// given, in one script per slot, and returns the highest mark.
 func (q *QueueState) MarkSoldOut(ctx context.Context, eventID boxoffice.ID) (int64, error) {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	res := soldOutScript.exec(ctx, q.client, []string{q.slot(eventID) + "n"}, nil)
-	if s, err := res.ToString(); err == nil && s == "cold" {
-		return 0, boxoffice.QueueColdError()
-	}
-	upTo, err := res.AsInt64()
+	k, err := q.slotsOf(ctx, eventID)
 	if err != nil {
-		return 0, boxoffice.Unavailable("the queue state", err)
+		return 0, err
+	}
+	execs := make([]rueidis.LuaExec, k)
+	for j := range k {
+		execs[j] = rueidis.LuaExec{Keys: []string{q.slot(eventID, j) + "n"}}
+	}
+	var upTo int64
+	for j, res := range soldOutScript.execMulti(ctx, q.client, execs) {
+		if s, err := res.ToString(); err == nil && s == "cold" {
+			return 0, boxoffice.QueueColdError()
+		}
+		mark, err := res.AsInt64()
+		if err != nil {
+			return 0, boxoffice.Unavailable("the queue state", err)
+		}
+		upTo = max(upTo, position(mark, j, k))
 	}
 	return upTo, nil
 }
 
-// soldOutLua: KEYS the event's counters. Reply 'cold' (see admitLua) or
-// the sold-out mark, raised to the highest position given.
+// soldOutLua: KEYS a slot's counters. Reply 'cold' (see admitLua) or the
+// slot's sold-out mark (in its own numbering), raised to the last it gave.
 const soldOutLua = `
 if redis.call('HGET', KEYS[1], 'init') ~= '1' then return 'cold' end
 local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
@@ -638,8 +950,18 @@ var soldOutScript = newScript(soldOutLua)
 func (q *QueueState) MarkReleased(ctx context.Context, eventID boxoffice.ID) error {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	if err := q.client.Do(ctx, q.client.B().Hset().Key(q.slot(eventID)+"n").FieldValue().FieldValue("released", "1").Build()).Error(); err != nil {
-		return boxoffice.Unavailable("the queue state", err)
+	k, err := q.slotsOf(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	cmds := make(rueidis.Commands, k)
+	for j := range k {
+		cmds[j] = q.client.B().Hset().Key(q.slot(eventID, j)+"n").FieldValue().FieldValue("released", "1").Build()
+	}
+	for _, res := range q.client.DoMulti(ctx, cmds...) {
+		if err := res.Error(); err != nil {
+			return boxoffice.Unavailable("the queue state", err)
+		}
 	}
 	return nil
 }

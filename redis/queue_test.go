@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,19 @@ func TestQueueState(t *testing.T) {
 		queuetest.Run(t, func(t *testing.T) queuetest.Harness {
 			q := NewQueueState(client, newPrefix(t, client))
 			return queuetest.Harness{State: q, NewEvent: func(t *testing.T) boxoffice.ID { return initEvent(t, q) }}
+		})
+	})
+}
+
+// The same contract with each event's queue spread over three slots: on
+// the cluster, over its three primaries.
+func TestQueueStateSlots(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client) {
+		queuetest.Run(t, func(t *testing.T) queuetest.Harness {
+			q := NewQueueState(client, newPrefix(t, client))
+			q.Slots = 3
+			return queuetest.Harness{State: q, NewEvent: func(t *testing.T) boxoffice.ID { return initEvent(t, q) },
+				Slots: 3, SlotOf: func(user string) int { return UserSlot(user, 3) }}
 		})
 	})
 }
@@ -214,4 +228,117 @@ func TestFinishOnlyItsOwnEntry(t *testing.T) {
 	if first, err := q.Finish(ctx, r, o); err != nil || !first {
 		t.Fatalf("Finish of the request itself: %v %v", first, err)
 	}
+}
+
+// An event keeps the slots it was initialized with: a process configured
+// otherwise (a rolling change of --queue-slots) follows the recorded
+// number, so a user's requests are found where they are.
+func TestSlotsAreTheEvents(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client) {
+		prefix := newPrefix(t, client)
+		three, one := NewQueueState(client, prefix), NewQueueState(client, prefix)
+		three.Slots = 3
+		ev := initEvent(t, three)
+		ctx := t.Context()
+		positions := queuetest.NewPositions(3, func(user string) int { return UserSlot(user, 3) })
+		for i := range 12 {
+			q := []*QueueState{one, three}[i%2]
+			r := queuetest.Request(ev, "fan-"+strconv.Itoa(i))
+			e, _, err := q.Admit(ctx, r, 1, false)
+			if err != nil || e.Request.Position != positions.Give(r.UserID) {
+				t.Fatalf("admission %d: %+v %v", i, e, err)
+			}
+			if e, err := one.Entry(ctx, r.ID); err != nil || e.Request.ID != r.ID {
+				t.Fatalf("Entry: %+v %v", e, err)
+			}
+		}
+		if ok, err := one.Init(ctx, ev, nil); err != nil || !ok {
+			t.Fatalf("Init again: %v %v", ok, err)
+		}
+		p, err := one.Progress(ctx, ev)
+		if err != nil || len(p.Slots) != 3 || p.Admitted != 12 {
+			t.Fatalf("progress %+v %v; want 12 admitted over 3 slots", p, err)
+		}
+	})
+}
+
+// A draw over three slots cut short after one slot took its positions (the
+// opener died): the next Open draws the same entries again and gives every
+// request the position the whole draw would have.
+func TestOpenCutShortDrawsTheSameOnSlots(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client) {
+		q := NewQueueState(client, newPrefix(t, client))
+		q.Slots = 3
+		ctx := t.Context()
+		ev := initEvent(t, q)
+		const n = 30
+		var users []string
+		bySlot := make([][]string, 3) // entry keys of each slot's pre-queue, in arrival order
+		for i := range n {
+			r := queuetest.Request(ev, "early-"+strconv.Itoa(i))
+			if _, _, err := q.Admit(ctx, r, 1, true); err != nil {
+				t.Fatal(err)
+			}
+			users = append(users, r.UserID)
+			j := UserSlot(r.UserID, 3)
+			bySlot[j] = append(bySlot[j], q.entryKey(ev, 3, r.UserID, r.IdempotencyKey))
+		}
+		seed := boxoffice.NewDrawSeed()
+		draw := func(ids []boxoffice.ID) []boxoffice.ID { return boxoffice.DrawOrder(seed, ids) }
+		first, err := q.Open(ctx, ev, draw)
+		if err != nil || len(first) != n {
+			t.Fatalf("Open: %d, %v", len(first), err)
+		}
+		reserved := queuetest.NewPositions(3, func(user string) int { return UserSlot(user, 3) }).Reserve(users)
+		var ids []boxoffice.ID
+		for i, r := range first {
+			if r.Position != reserved[i] {
+				t.Fatalf("drawn %d at %d, want %d", i, r.Position, reserved[i])
+			}
+			ids = append(ids, r.ID)
+		}
+		if !slices.Equal(ids, boxoffice.DrawOrder(seed, ids)) {
+			t.Fatal("position order is not the drawn order")
+		}
+
+		// Back to the moment after slot 0's drawLua: its entries drawn,
+		// the other slots' not, every pool still there.
+		do := func(cmd rueidis.Completed) {
+			if err := client.Do(ctx, cmd).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for j := range 3 {
+			slot := q.slot(ev, j)
+			do(client.B().Rpush().Key(slot + "pool").Element(bySlot[j]...).Build())
+			if j == 0 {
+				continue
+			}
+			for _, k := range bySlot[j] {
+				do(client.B().Hset().Key(k).FieldValue().FieldValue("status", "waiting").FieldValue("pos", "0").Build())
+				do(client.B().Hdel().Key(k).Field("drawn").Build())
+			}
+			do(client.B().Del().Key(slot + "opened").Build())
+			do(client.B().Hset().Key(slot+"n").FieldValue().FieldValue("drawn", "0").Build())
+			do(client.B().Hincrby().Key(slot + "n").Field("given").Increment(-int64(len(bySlot[j]))).Build())
+		}
+
+		again, err := q.Open(ctx, ev, draw)
+		if err != nil || len(again) != n {
+			t.Fatalf("Open after a cut-short draw: %d, %v", len(again), err)
+		}
+		for i := range again {
+			if again[i].ID != first[i].ID || again[i].Position != first[i].Position {
+				t.Fatalf("drawn again %d: request %d at %d, the first draw had %d at %d", i, again[i].ID, again[i].Position, first[i].ID, first[i].Position)
+			}
+		}
+		for j := range 3 {
+			if n, err := client.Do(ctx, client.B().Exists().Key(q.slot(ev, j)+"pool").Build()).AsInt64(); err != nil || n != 0 {
+				t.Errorf("slot %d's pool is still there: %d %v", j, n, err)
+			}
+		}
+		if p, err := q.Progress(ctx, ev); err != nil || p.Admitted != n || !p.Opened {
+			t.Errorf("progress %+v %v", p, err)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,23 +26,26 @@ import (
 //     state was complete when it was last written; a node that restarted or
 //     a replica that took over has another run id.
 
-// initLua: KEYS counters; ARGV ttl s, then the run ids of the epoch (none:
-// no check). Reply 1 if the event is initialized (now or before), 0 if this
-// node is not one of the epoch's: its data may be gone, so only a rebuild
-// may initialize it.
+// initLua: KEYS a slot's counters; ARGV ttl s, the event's slots, then
+// the run ids of the epoch (none: no check). Reply the event's slots as
+// recorded if it is initialized (now or before; 1 if recorded before slots
+// were), 0 if this node is not one of the epoch's: its data may be gone,
+// so only a rebuild may initialize it.
 const initLua = `
-if redis.call('HGET', KEYS[1], 'init') == '1' then return 1 end
-if #ARGV > 1 then
+if redis.call('HGET', KEYS[1], 'init') == '1' then
+  return tonumber(redis.call('HGET', KEYS[1], 'slots') or '1')
+end
+if #ARGV > 2 then
   local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
   local known = false
-  for i = 2, #ARGV do
+  for i = 3, #ARGV do
     if ARGV[i] == id then known = true end
   end
   if not known then return 0 end
 end
-redis.call('HSET', KEYS[1], 'init', 1)
+redis.call('HSET', KEYS[1], 'init', 1, 'slots', ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-return 1
+return tonumber(ARGV[2])
 `
 
 // restoreLua merges requests into an event's state. KEYS: entry_i, live_i
@@ -83,21 +87,23 @@ end
 return 1
 `
 
-// sealLua finishes an event's rebuild. KEYS counters, waiting; ARGV
-// admitted, served, ttl s, then the entry keys still waiting for the draw,
-// in arrival order. Counters only grow; an event opened before stays
+// sealLua finishes the rebuild of an event's slot. KEYS counters,
+// waiting; ARGV admitted (the slot's last position, in its own numbering),
+// served, ttl s, given, slots, then the entry keys still waiting for the
+// draw, in arrival order. Counters only grow; a slot opened before stays
 // opened; otherwise the waiting entries join the pre-queue (those not in
-// it yet) and the event stays unopened if there are any, so the opener
-// draws them. Then init=1: the event takes admissions again.
+// it yet) and the slot stays unopened if there are any, so the opener
+// draws them. Then init=1: the slot takes admissions again.
 const sealLua = `
-local c = redis.call('HMGET', KEYS[1], 'admitted', 'served', 'opened')
+local c = redis.call('HMGET', KEYS[1], 'admitted', 'served', 'opened', 'given')
 local admitted = math.max(tonumber(c[1] or '0'), tonumber(ARGV[1]))
 local served = math.max(tonumber(c[2] or '0'), tonumber(ARGV[2]))
-redis.call('HSET', KEYS[1], 'admitted', admitted, 'served', served)
+local given = math.max(tonumber(c[4] or '0'), tonumber(ARGV[4]))
+redis.call('HSET', KEYS[1], 'admitted', admitted, 'served', served, 'given', given)
 if c[3] ~= '1' then
   local have = {}
   for _, k in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do have[k] = true end
-  for i = 4, #ARGV do
+  for i = 6, #ARGV do
     if not have[ARGV[i]] then
       redis.call('RPUSH', KEYS[2], ARGV[i])
       have[ARGV[i]] = true
@@ -112,6 +118,7 @@ if c[3] ~= '1' then
   end
 end
 redis.call('HSET', KEYS[1], 'init', 1)
+if not redis.call('HGET', KEYS[1], 'slots') then redis.call('HSET', KEYS[1], 'slots', ARGV[5]) end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
 `
@@ -123,18 +130,41 @@ var (
 )
 
 // Init marks an event's state as initialized, so that it takes admissions,
-// if the node holding it is one of epoch (the run ids of the nodes whose
+// if the nodes holding it are of epoch (the run ids of the nodes whose
 // state was complete at the last rebuild); it reports false otherwise, and
 // the state must be rebuilt first. An empty epoch initializes without a
-// check (tests, a fresh deployment's first event).
+// check (tests, a fresh deployment's first event). The event's first slot
+// records how many slots it has (Slots, unless it has a number already);
+// then the others are initialized.
 func (q *QueueState) Init(ctx context.Context, eventID boxoffice.ID, epoch []string) (bool, error) {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	n, err := initScript.exec(ctx, q.client, []string{q.slot(eventID) + "n"}, append([]string{q.ttlSeconds()}, epoch...)).AsInt64()
+	args := append([]string{q.ttlSeconds(), strconv.Itoa(q.configured())}, epoch...)
+	k, err := initScript.exec(ctx, q.client, []string{q.slot(eventID, 0) + "n"}, args).AsInt64()
 	if err != nil {
 		return false, boxoffice.Unavailable("the queue state", err)
 	}
-	return n == 1, nil
+	if k == 0 {
+		return false, nil
+	}
+	if k > 1 {
+		args[1] = strconv.FormatInt(k, 10)
+		execs := make([]rueidis.LuaExec, k-1)
+		for j := range execs {
+			execs[j] = rueidis.LuaExec{Keys: []string{q.slot(eventID, j+1) + "n"}, Args: args}
+		}
+		for _, res := range initScript.execMulti(ctx, q.client, execs) {
+			n, err := res.AsInt64()
+			if err != nil {
+				return false, boxoffice.Unavailable("the queue state", err)
+			}
+			if n == 0 {
+				return false, nil
+			}
+		}
+	}
+	q.remember(eventID, int(k))
+	return true, nil
 }
 
 // Nodes returns the run ids of the Redis nodes, sorted: each changes when
@@ -192,60 +222,117 @@ func (q *QueueState) SetEpoch(ctx context.Context, nodes []string) error {
 func (q *QueueState) Restore(ctx context.Context, eventID boxoffice.ID, entries []*boxoffice.QueueEntry) error {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	slot := q.slot(eventID)
-	for len(entries) > 0 {
-		chunk := entries[:min(len(entries), 200)]
-		entries = entries[len(chunk):]
-		keys := make([]string, 0, 2*len(chunk))
-		args := make([]string, 1, 1+10*len(chunk))
-		args[0] = q.ttlSeconds()
-		cmds := make(rueidis.Commands, 0, len(chunk)+1)
-		for _, e := range chunk {
-			r := e.Request
-			body, err := json.Marshal(r)
-			if err != nil {
+	k, err := q.slotsOf(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	bySlot := make([][]*boxoffice.QueueEntry, k)
+	for _, e := range entries {
+		j := UserSlot(e.Request.UserID, k)
+		bySlot[j] = append(bySlot[j], e)
+	}
+	for _, entries := range bySlot {
+		for len(entries) > 0 {
+			chunk := entries[:min(len(entries), 200)]
+			entries = entries[len(chunk):]
+			if err := q.restore(ctx, eventID, k, chunk); err != nil {
 				return err
-			}
-			var held, finished int64
-			if !e.HeldUntil.IsZero() {
-				held = e.HeldUntil.UnixMilli()
-			}
-			if !e.FinishedAt.IsZero() {
-				finished = e.FinishedAt.UnixMilli()
-			}
-			keys = append(keys, q.entryKey(eventID, r.UserID, r.IdempotencyKey), slot+"live:"+r.UserID)
-			args = append(args, r.ID.String(), r.RequestHash, string(body), strconv.FormatInt(r.Position, 10),
-				string(e.Status), e.Reason, e.Message, e.BookingID.String(), strconv.FormatInt(held, 10),
-				strconv.FormatInt(finished, 10))
-			cmds = append(cmds, q.indexCmd(r))
-		}
-		if err := restoreScript.exec(ctx, q.client, keys, args).Error(); err != nil {
-			return boxoffice.Unavailable("the queue state", err)
-		}
-		for _, res := range q.client.DoMulti(ctx, cmds...) {
-			if err := res.Error(); err != nil {
-				return boxoffice.Unavailable("the queue state", err)
 			}
 		}
 	}
 	return nil
 }
 
-// Seal ends an event's rebuild: the counters are raised to admitted (the
-// highest position in the log) and served (the outcomes on record), the
-// requests still waiting for the draw join the pre-queue in the order
-// given, and the event takes admissions again (see sealLua).
-func (q *QueueState) Seal(ctx context.Context, eventID boxoffice.ID, admitted, served int64, waiting []*boxoffice.QueuedRequest) error {
+// restore merges entries of one slot.
+func (q *QueueState) restore(ctx context.Context, eventID boxoffice.ID, k int, chunk []*boxoffice.QueueEntry) error {
+	keys := make([]string, 0, 2*len(chunk))
+	args := make([]string, 1, 1+10*len(chunk))
+	args[0] = q.ttlSeconds()
+	cmds := make(rueidis.Commands, 0, len(chunk))
+	for _, e := range chunk {
+		r := e.Request
+		body, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		var held, finished int64
+		if !e.HeldUntil.IsZero() {
+			held = e.HeldUntil.UnixMilli()
+		}
+		if !e.FinishedAt.IsZero() {
+			finished = e.FinishedAt.UnixMilli()
+		}
+		entry, live := q.userKeys(eventID, k, r.UserID, r.IdempotencyKey)
+		keys = append(keys, entry, live)
+		args = append(args, r.ID.String(), r.RequestHash, string(body), strconv.FormatInt(r.Position, 10),
+			string(e.Status), e.Reason, e.Message, e.BookingID.String(), strconv.FormatInt(held, 10),
+			strconv.FormatInt(finished, 10))
+		cmds = append(cmds, q.indexCmd(r))
+	}
+	if err := restoreScript.exec(ctx, q.client, keys, args).Error(); err != nil {
+		return boxoffice.Unavailable("the queue state", err)
+	}
+	for _, res := range q.client.DoMulti(ctx, cmds...) {
+		if err := res.Error(); err != nil {
+			return boxoffice.Unavailable("the queue state", err)
+		}
+	}
+	return nil
+}
+
+// Seal ends an event's rebuild (see sealLua): highest is the highest
+// position in the log, given the number of requests there with one, served
+// the outcomes on record, waiting the requests still waiting for the draw
+// in the order given. Each slot's counter is raised past every position of
+// its own below highest, so that no position is given twice; the counts
+// are each slot's own (which a rebuild after a partial loss keeps), the
+// first slot taking what the others do not account for.
+func (q *QueueState) Seal(ctx context.Context, eventID boxoffice.ID, highest, given, served int64, waiting []*boxoffice.QueuedRequest) error {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	slot := q.slot(eventID)
-	args := make([]string, 3, 3+len(waiting))
-	args[0], args[1], args[2] = strconv.FormatInt(admitted, 10), strconv.FormatInt(served, 10), q.ttlSeconds()
-	for _, r := range waiting {
-		args = append(args, q.entryKey(eventID, r.UserID, r.IdempotencyKey))
+	k, err := q.slotsOf(ctx, eventID)
+	if err != nil {
+		return err
 	}
-	if err := sealScript.exec(ctx, q.client, []string{slot + "n", slot + "waiting"}, args).Error(); err != nil {
-		return boxoffice.Unavailable("the queue state", err)
+	if k > 1 {
+		cmds := make(rueidis.Commands, k-1)
+		for j := range cmds {
+			cmds[j] = q.client.B().Hmget().Key(q.slot(eventID, j+1)+"n").Field("given", "served").Build()
+		}
+		for _, res := range q.client.DoMulti(ctx, cmds...) {
+			vs, err := res.ToArray()
+			if err != nil || len(vs) != 2 {
+				return boxoffice.Unavailable("the queue state", fmt.Errorf("a slot's counters: %v", err))
+			}
+			g, _ := vs[0].AsInt64()
+			s, _ := vs[1].AsInt64()
+			given, served = given-g, served-s
+		}
+	}
+	waitingBy := make([][]string, k)
+	for _, r := range waiting {
+		j := UserSlot(r.UserID, k)
+		waitingBy[j] = append(waitingBy[j], q.entryKey(eventID, k, r.UserID, r.IdempotencyKey))
+	}
+	execs := make([]rueidis.LuaExec, k)
+	for j := range k {
+		var last int64 // the number of slot j's positions up to highest
+		if highest > int64(j) {
+			last = (highest-int64(j)-1)/int64(k) + 1
+		}
+		g, s := max(0, given), max(0, served)
+		if j > 0 {
+			g, s = 0, 0
+		}
+		slot := q.slot(eventID, j)
+		args := append([]string{strconv.FormatInt(last, 10), strconv.FormatInt(s, 10), q.ttlSeconds(),
+			strconv.FormatInt(g, 10), strconv.Itoa(k)}, waitingBy[j]...)
+		execs[j] = rueidis.LuaExec{Keys: []string{slot + "n", slot + "waiting"}, Args: args}
+	}
+	for _, res := range sealScript.execMulti(ctx, q.client, execs) {
+		if err := res.Error(); err != nil {
+			return boxoffice.Unavailable("the queue state", err)
+		}
 	}
 	return nil
 }

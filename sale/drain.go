@@ -208,7 +208,7 @@ func (s *Service) checkQueued(ctx context.Context, ps []*queued) {
 // fewer seats are left for than they want.
 func (s *Service) soldOutQueued(ctx context.Context, ps []*queued) {
 	type state struct {
-		mark int64
+		prog boxoffice.QueueProgress
 		inv  *inventory
 	}
 	events := map[boxoffice.ID]*state{}
@@ -221,12 +221,12 @@ func (s *Service) soldOutQueued(ctx context.Context, ps []*queued) {
 			st = &state{}
 			events[p.r.EventID] = st
 			if prog, err := s.queue.Progress(ctx, p.r.EventID); err == nil {
-				st.mark, _ = s.soldOutMark(ctx, p.l, prog)
+				st.prog = s.soldOutMark(ctx, p.l, prog)
 			}
 			st.inv, _ = s.inventory(ctx, p.l)
 		}
 		switch {
-		case p.r.Position <= st.mark:
+		case st.prog.SoldOut(p.r.Position):
 			p.reject(errSoldOut(p.r.EventID), s)
 		default:
 			if err := st.inv.short(p.r.EventID, p.r.Best); err != nil {

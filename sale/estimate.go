@@ -65,7 +65,7 @@ func (e *estimator) drain(eventID boxoffice.ID) *drain {
 // measured (rate 0) the wait is estimated with the prior: the last rate
 // measured for another event, else Config.DrainPrior.
 func (e *estimator) estimate(prog boxoffice.QueueProgress, rate float64, position int64) (int64, *float64) {
-	ahead := max(0, position-1-prog.Served)
+	ahead := max(0, prog.Before(position)-prog.Served)
 	if rate <= 0 {
 		e.mu.Lock()
 		rate = e.last

@@ -158,14 +158,26 @@ func errSoldOut(eventID boxoffice.ID) error {
 	return boxoffice.SoldOutError(eventID, "sold out: every seat is held or sold; the waitlist is open")
 }
 
-// soldOutMark returns the positions of the event's queue that the sell-out
-// answers: the recorded mark, raised to every position given so far when
-// the inventory now shows nothing left. An inventory that cannot be read
-// leaves the mark as it is.
-func (s *Service) soldOutMark(ctx context.Context, l *Layout, prog boxoffice.QueueProgress) (int64, error) {
+// soldOutMark returns the event's queue progress with the positions the
+// sell-out answers (QueueProgress.SoldOut): the recorded mark, raised to
+// every position given so far when the inventory now shows nothing left.
+// An inventory or a queue that cannot be read leaves the mark as it is.
+func (s *Service) soldOutMark(ctx context.Context, l *Layout, prog boxoffice.QueueProgress) boxoffice.QueueProgress {
 	inv, err := s.inventory(ctx, l)
-	if err != nil || !inv.soldOut() || prog.SoldOutUpTo >= prog.Admitted {
-		return prog.SoldOutUpTo, nil
+	if err != nil || !inv.soldOut() || prog.AllSoldOut() {
+		return prog
 	}
-	return s.queue.MarkSoldOut(ctx, l.Event.ID)
+	upTo, err := s.queue.MarkSoldOut(ctx, l.Event.ID)
+	if err != nil {
+		return prog
+	}
+	if len(prog.Slots) == 0 {
+		// One sequence: the mark says it all, no read needed.
+		prog.SoldOutUpTo = upTo
+		return prog
+	}
+	if marked, err := s.queue.Progress(ctx, l.Event.ID); err == nil {
+		return marked
+	}
+	return prog
 }

@@ -214,7 +214,7 @@ func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTi
 		if lerr == nil {
 			// Queued before the sell-out: told now, decided by the drain
 			// (without a hold) when it gets there.
-			if mark, merr := s.soldOutMark(ctx, l, prog); merr == nil && r.Position <= mark {
+			if s.soldOutMark(ctx, l, prog).SoldOut(r.Position) {
 				t.Status, t.Reason, t.Message = boxoffice.QueueRejected, boxoffice.ESOLDOUT, boxoffice.ErrorMessage(errSoldOut(r.EventID))
 				t.WaitlistURL = boxoffice.WaitlistURL(r.EventID)
 				break
@@ -284,12 +284,15 @@ func (s *Service) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 	if !d.Drawn() {
 		// Published before the requests go on: whoever sees a position
 		// can check it (GET /events/{id}/draw).
-		rec := &boxoffice.Draw{EventID: eventID, Seed: d.Seed, DrawnAt: s.now(), Order: make([]boxoffice.ID, len(drawn))}
-		for i, r := range drawn {
-			rec.Order[i] = r.ID
-		}
+		rec := &boxoffice.Draw{EventID: eventID, Seed: d.Seed, DrawnAt: s.now()}
 		if len(drawn) > 0 {
+			// By position, with a gap (0) where a position of the range
+			// went to a request outside the draw (see Draw.Order).
 			rec.FirstPosition = drawn[0].Position
+			rec.Order = make([]boxoffice.ID, drawn[len(drawn)-1].Position-rec.FirstPosition+1)
+			for _, r := range drawn {
+				rec.Order[r.Position-rec.FirstPosition] = r.ID
+			}
 		}
 		if err := s.store.RecordDraw(ctx, rec); err != nil {
 			return err

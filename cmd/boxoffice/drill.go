@@ -54,6 +54,7 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&c.Kafka, "kafka", "", "Kafka brokers of the queue, e.g. a boxoffice kafka-fake (as --postgres)")
 	fs.StringVar(&secret, "auth-secret", "", "the server's token secret (in-process: a random one when absent; with --url: --data's auth.secret when absent)")
 	fs.IntVar(&c.Workers, "workers", 2, "in-process server: booking workers")
+	fs.IntVar(&c.QueueSlots, "queue-slots", 1, "in-process server: Redis hash slots of the event's queue (see serve --queue-slots)")
 	fs.DurationVar(&c.Hold, "hold", 2*time.Minute, "in-process server: how long a hold lasts (short, so that unpaid holds come back during the drill)")
 	fs.DurationVar(&c.PendingGrace, "pending-grace", 10*time.Second, "in-process server: grace before the reconciler expires a pending booking")
 	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 5*time.Second, "in-process server: reconciler interval")

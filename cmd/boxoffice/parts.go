@@ -109,6 +109,9 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		p.store = st
 		p.closers = append(p.closers, func() { st.Close() })
 	}
+	if c.QueueSlots < 1 || c.QueueSlots > 64 {
+		return nil, fmt.Errorf("--queue-slots %d: want 1 to 64", c.QueueSlots)
+	}
 	if c.Kafka != "" && (c.Redis == "" || c.Postgres == "") {
 		return nil, fmt.Errorf("--kafka needs --redis and --postgres: the queue's state lives in Redis, its outcomes in PostgreSQL")
 	}
@@ -129,7 +132,9 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 		p.shared = redis.NewSnapshots(client, "bo:")
 		p.notifier = redis.NewNotifier(client, "bo:")
 		if c.Kafka != "" {
-			cache = redis.NewQueueState(client, "bo:")
+			q := redis.NewQueueState(client, "bo:")
+			q.Slots = c.QueueSlots
+			cache = q
 			for node, policy := range redis.EvictionPolicy(ctx, client) {
 				log.Warn("Redis may evict keys of the flash-sale queue: run it with maxmemory-policy noeviction",
 					"node", node, "maxmemory-policy", policy)

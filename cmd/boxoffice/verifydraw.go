@@ -90,6 +90,10 @@ func verifyDraw(ctx context.Context, args []string, getenv func(string) string, 
 		if line == "" {
 			continue
 		}
+		if line == "-" {
+			order = append(order, 0) // a position outside the draw
+			continue
+		}
 		id, err := strconv.ParseInt(line, 10, 64)
 		if err != nil {
 			return fmt.Errorf("the order: %q is not a request id", line)
@@ -99,19 +103,23 @@ func verifyDraw(ctx context.Context, args []string, getenv func(string) string, 
 	if sum := boxoffice.DrawEntriesHash(order); hex.EncodeToString(sum[:]) != d.EntriesSHA256 {
 		fail("the entries hash to %x, the draw says %s", sum, d.EntriesSHA256)
 	}
-	want := boxoffice.DrawOrder(seed, order)
-	for i := range want {
-		if want[i] != order[i] {
-			fail("position %d holds request %d; the seed puts %d there", d.FirstPosition+int64(i), order[i], want[i])
+	entries := boxoffice.DrawEntries(order)
+	want := boxoffice.DrawOrder(seed, entries)
+	for i, at := 0, 0; i < len(want); i, at = i+1, at+1 {
+		for order[at] == 0 {
+			at++
+		}
+		if want[i] != order[at] {
+			fail("position %d holds request %d; the seed puts %d there", d.FirstPosition+int64(at), order[at], want[i])
 			break
 		}
 	}
 	fmt.Fprintf(stdout, "event draw: %d requests, positions %d to %d, committed %s, drawn %s\n",
-		len(order), d.FirstPosition, d.FirstPosition+int64(len(order))-1, d.CommittedAt, d.DrawnAt)
+		len(entries), d.FirstPosition, d.FirstPosition+int64(len(order))-1, d.CommittedAt, d.DrawnAt)
 	if *request != "" {
 		found := false
 		for i, id := range order {
-			if id.String() == *request {
+			if id != 0 && id.String() == *request {
 				fmt.Fprintf(stdout, "request %s: position %d\n", *request, d.FirstPosition+int64(i))
 				found = true
 			}
