@@ -59,6 +59,8 @@ type QueueState struct {
 
 	known      sync.Map // boxoffice.ID → int: an initialized event's slots
 	knownCount atomic.Int64
+	tags       sync.Map // tagsOf → []string: the key prefixes of an event's slots
+	tagCount   atomic.Int64
 }
 
 var _ boxoffice.QueueState = (*QueueState)(nil)
@@ -78,12 +80,73 @@ func (q *QueueState) ctx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, t)
 }
 
-// slot is the key prefix of slot j of an event's queue.
-func (q *QueueState) slot(eventID boxoffice.ID, j int) string {
-	if j == 0 {
-		return q.prefix + "q:{q:" + eventID.String() + "}:"
+// base is the key prefix of an event's queue on one slot, and where an
+// event on several records how many (the init and slots fields).
+func (q *QueueState) base(eventID boxoffice.ID) string {
+	return q.prefix + "q:{q:" + eventID.String() + "}:"
+}
+
+// slot is the key prefix of slot j of an event's k slots.
+func (q *QueueState) slot(eventID boxoffice.ID, j, k int) string {
+	if k <= 1 {
+		return q.base(eventID)
 	}
-	return q.prefix + "q:{q:" + eventID.String() + ":" + strconv.Itoa(j) + "}:"
+	key := tagsOf{eventID, k}
+	if v, ok := q.tags.Load(key); ok {
+		return v.([]string)[j]
+	}
+	prefixes := make([]string, k)
+	for i := range prefixes {
+		prefixes[i] = q.prefix + "q:{" + slotTag(eventID, i, k) + "}:"
+	}
+	if _, loaded := q.tags.LoadOrStore(key, prefixes); !loaded && q.tagCount.Add(1) > maxKnown {
+		q.tags.Clear()
+		q.tagCount.Store(0)
+	}
+	return prefixes[j]
+}
+
+type tagsOf struct {
+	event boxoffice.ID
+	k     int
+}
+
+// slotTag is the hash tag of slot j of an event's k slots:
+// q:<event>:<j>:<c>, with the first c that puts its hash slot in the
+// middle half of the j-th of k equal ranges of the 16,384. A cluster whose
+// primaries split the hash slots evenly (as redis-cli --cluster create
+// does) so has one of the event's slots on each primary when k is their
+// number, and k/n on each when k is a multiple: never two on one primary
+// by the luck of the hash. (About 2 tries.)
+func slotTag(eventID boxoffice.ID, j, k int) string {
+	lo, hi := (4*j+1)*hashSlots/(4*k), (4*j+3)*hashSlots/(4*k)
+	prefix := "q:" + eventID.String() + ":" + strconv.Itoa(j) + ":"
+	for c := 0; ; c++ {
+		tag := prefix + strconv.Itoa(c)
+		if s := int(crc16(tag)) % hashSlots; s >= lo && s < hi {
+			return tag
+		}
+	}
+}
+
+// hashSlots is the number of a Redis Cluster's hash slots.
+const hashSlots = 16384
+
+// crc16 is Redis Cluster's key hash (CRC-16/XMODEM); a key's hash slot is
+// crc16(tag) mod 16384.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
 }
 
 // UserSlot is the slot, of k, that holds a user's requests.
@@ -98,7 +161,7 @@ func UserSlot(user string, k int) int {
 
 // userKeys are the keys of a user's request and live count, in its slot.
 func (q *QueueState) userKeys(eventID boxoffice.ID, k int, user, key string) (entry, live string) {
-	slot := q.slot(eventID, UserSlot(user, k))
+	slot := q.slot(eventID, UserSlot(user, k), k)
 	return slot + "e:" + user + "\x00" + key, slot + "live:" + user
 }
 
@@ -128,7 +191,7 @@ func (q *QueueState) slotsOf(ctx context.Context, eventID boxoffice.ID) (int, er
 	if k, ok := q.known.Load(eventID); ok {
 		return k.(int), nil
 	}
-	vs, err := q.client.Do(ctx, q.client.B().Hmget().Key(q.slot(eventID, 0)+"n").Field("init", "slots").Build()).ToArray()
+	vs, err := q.client.Do(ctx, q.client.B().Hmget().Key(q.base(eventID)+"n").Field("init", "slots").Build()).ToArray()
 	if err != nil || len(vs) != 2 {
 		return 0, boxoffice.Unavailable("the queue state", fmt.Errorf("the event's slots: %v", err))
 	}
@@ -350,7 +413,7 @@ func (q *QueueState) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([
 		j := UserSlot(r.UserID, k)
 		g := byslot[slotOf{r.EventID, j}]
 		if g == nil {
-			slot := q.slot(r.EventID, j)
+			slot := q.slot(r.EventID, j, k)
 			g = &group{keys: []string{slot + "n", slot + "waiting"}, args: []string{q.ttlSeconds(), strconv.Itoa(k), strconv.Itoa(j)}}
 			byslot[slotOf{r.EventID, j}] = g
 			groups = append(groups, g)
@@ -621,7 +684,7 @@ func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedReque
 		k := slots[r.EventID]
 		entry, live := q.userKeys(r.EventID, k, r.UserID, r.IdempotencyKey)
 		execs[i] = rueidis.LuaExec{
-			Keys: []string{entry, q.slot(r.EventID, UserSlot(r.UserID, k)) + "n", live},
+			Keys: []string{entry, q.slot(r.EventID, UserSlot(r.UserID, k), k) + "n", live},
 			Args: []string{string(o.Status), o.Reason, o.Message, o.BookingID.String(), strconv.FormatInt(held, 10),
 				strconv.FormatInt(o.FinishedAt.UnixMilli(), 10), r.ID.String()},
 		}
@@ -657,7 +720,7 @@ func (q *QueueState) Open(ctx context.Context, eventID boxoffice.ID, draw func(i
 	}
 	execs := make([]rueidis.LuaExec, k)
 	for j := range k {
-		slot := q.slot(eventID, j)
+		slot := q.slot(eventID, j, k)
 		execs[j] = rueidis.LuaExec{Keys: []string{slot + "n", slot + "waiting", slot + "pool"}, Args: []string{q.ttlSeconds()}}
 	}
 	var pools []pool
@@ -700,7 +763,7 @@ type pool struct {
 func (q *QueueState) drawPools(ctx context.Context, eventID boxoffice.ID, k int, pools []pool, draw func(ids []boxoffice.ID) []boxoffice.ID) error {
 	cmds := make(rueidis.Commands, len(pools))
 	for i, p := range pools {
-		cmds[i] = q.client.B().Lrange().Key(q.slot(eventID, p.j) + "pool").Start(0).Stop(-1).Build()
+		cmds[i] = q.client.B().Lrange().Key(q.slot(eventID, p.j, k) + "pool").Start(0).Stop(-1).Build()
 	}
 	var keys []string
 	var reserved []int64
@@ -729,7 +792,7 @@ func (q *QueueState) drawPools(ctx context.Context, eventID boxoffice.ID, k int,
 	}
 	execs := make([]rueidis.LuaExec, len(pools))
 	for i, p := range pools {
-		slot := q.slot(eventID, p.j)
+		slot := q.slot(eventID, p.j, k)
 		args := []string{q.ttlSeconds()}
 		mine := make([]string, 0, len(p.keys))
 		for _, key := range p.keys {
@@ -751,7 +814,7 @@ func (q *QueueState) drawPools(ctx context.Context, eventID boxoffice.ID, k int,
 	// Every slot is drawn: the pools go, and with them the way back.
 	cmds = make(rueidis.Commands, len(pools))
 	for i, p := range pools {
-		cmds[i] = q.client.B().Del().Key(q.slot(eventID, p.j) + "pool").Build()
+		cmds[i] = q.client.B().Del().Key(q.slot(eventID, p.j, k) + "pool").Build()
 	}
 	for _, res := range q.client.DoMulti(ctx, cmds...) {
 		if err := res.Error(); err != nil {
@@ -765,7 +828,7 @@ func (q *QueueState) drawPools(ctx context.Context, eventID boxoffice.ID, k int,
 func (q *QueueState) opened(ctx context.Context, eventID boxoffice.ID, k int) ([]*boxoffice.QueuedRequest, error) {
 	cmds := make(rueidis.Commands, k)
 	for j := range k {
-		cmds[j] = q.client.B().Lrange().Key(q.slot(eventID, j) + "opened").Start(0).Stop(-1).Build()
+		cmds[j] = q.client.B().Lrange().Key(q.slot(eventID, j, k) + "opened").Start(0).Stop(-1).Build()
 	}
 	var keys []string
 	for _, res := range q.client.DoMulti(ctx, cmds...) {
@@ -852,7 +915,7 @@ func (q *QueueState) drawKeys(ctx context.Context, keys []string, draw func(ids 
 func (q *QueueState) counters(ctx context.Context, eventID boxoffice.ID, k int) ([]map[string]string, error) {
 	cmds := make(rueidis.Commands, k)
 	for j := range k {
-		cmds[j] = q.client.B().Hgetall().Key(q.slot(eventID, j) + "n").Build()
+		cmds[j] = q.client.B().Hgetall().Key(q.slot(eventID, j, k) + "n").Build()
 	}
 	out := make([]map[string]string, k)
 	for j, res := range q.client.DoMulti(ctx, cmds...) {
@@ -915,7 +978,7 @@ func (q *QueueState) MarkSoldOut(ctx context.Context, eventID boxoffice.ID) (int
 	}
 	execs := make([]rueidis.LuaExec, k)
 	for j := range k {
-		execs[j] = rueidis.LuaExec{Keys: []string{q.slot(eventID, j) + "n"}}
+		execs[j] = rueidis.LuaExec{Keys: []string{q.slot(eventID, j, k) + "n"}}
 	}
 	var upTo int64
 	for j, res := range soldOutScript.execMulti(ctx, q.client, execs) {
@@ -956,7 +1019,7 @@ func (q *QueueState) MarkReleased(ctx context.Context, eventID boxoffice.ID) err
 	}
 	cmds := make(rueidis.Commands, k)
 	for j := range k {
-		cmds[j] = q.client.B().Hset().Key(q.slot(eventID, j)+"n").FieldValue().FieldValue("released", "1").Build()
+		cmds[j] = q.client.B().Hset().Key(q.slot(eventID, j, k)+"n").FieldValue().FieldValue("released", "1").Build()
 	}
 	for _, res := range q.client.DoMulti(ctx, cmds...) {
 		if err := res.Error(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -309,7 +310,7 @@ func TestOpenCutShortDrawsTheSameOnSlots(t *testing.T) {
 			}
 		}
 		for j := range 3 {
-			slot := q.slot(ev, j)
+			slot := q.slot(ev, j, 3)
 			do(client.B().Rpush().Key(slot + "pool").Element(bySlot[j]...).Build())
 			if j == 0 {
 				continue
@@ -333,7 +334,7 @@ func TestOpenCutShortDrawsTheSameOnSlots(t *testing.T) {
 			}
 		}
 		for j := range 3 {
-			if n, err := client.Do(ctx, client.B().Exists().Key(q.slot(ev, j)+"pool").Build()).AsInt64(); err != nil || n != 0 {
+			if n, err := client.Do(ctx, client.B().Exists().Key(q.slot(ev, j, 3)+"pool").Build()).AsInt64(); err != nil || n != 0 {
 				t.Errorf("slot %d's pool is still there: %d %v", j, n, err)
 			}
 		}
@@ -341,4 +342,47 @@ func TestOpenCutShortDrawsTheSameOnSlots(t *testing.T) {
 			t.Errorf("progress %+v %v", p, err)
 		}
 	})
+}
+
+// crc16 is the cluster's own key hash, and an event's three slots land on
+// the three primaries of the CI cluster (evenly split, as redis-cli
+// --cluster create makes it), not on two by the luck of the hash.
+func TestSlotTagsSpreadOverPrimaries(t *testing.T) {
+	client := dialCluster(t)
+	q := NewQueueState(client, "p:")
+	ctx := t.Context()
+	for i := range 20 {
+		ev := boxoffice.ID(1_000_003 * (i + 1))
+		nodes := map[string]bool{}
+		for j := range 3 {
+			key := q.slot(ev, j, 3) + "n"
+			slot, err := client.Do(ctx, client.B().ClusterKeyslot().Key(key).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tag := key[strings.Index(key, "{")+1 : strings.Index(key, "}")]
+			if want := int64(crc16(tag)) % hashSlots; slot != want {
+				t.Fatalf("%s: the cluster says slot %d, crc16 %d", key, slot, want)
+			}
+			owner := ""
+			shards, err := client.Do(ctx, client.B().ClusterSlots().Build()).ToArray()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sh := range shards {
+				r, _ := sh.ToArray()
+				lo, _ := r[0].AsInt64()
+				hi, _ := r[1].AsInt64()
+				if slot >= lo && slot <= hi {
+					primary, _ := r[2].ToArray()
+					port, _ := primary[1].AsInt64()
+					owner = strconv.FormatInt(port, 10)
+				}
+			}
+			nodes[owner] = true
+		}
+		if len(nodes) != 3 {
+			t.Errorf("event %d: its 3 slots are on %v", ev, nodes)
+		}
+	}
 }

@@ -140,7 +140,7 @@ func (q *QueueState) Init(ctx context.Context, eventID boxoffice.ID, epoch []str
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
 	args := append([]string{q.ttlSeconds(), strconv.Itoa(q.configured())}, epoch...)
-	k, err := initScript.exec(ctx, q.client, []string{q.slot(eventID, 0) + "n"}, args).AsInt64()
+	k, err := initScript.exec(ctx, q.client, []string{q.base(eventID) + "n"}, args).AsInt64()
 	if err != nil {
 		return false, boxoffice.Unavailable("the queue state", err)
 	}
@@ -149,9 +149,9 @@ func (q *QueueState) Init(ctx context.Context, eventID boxoffice.ID, epoch []str
 	}
 	if k > 1 {
 		args[1] = strconv.FormatInt(k, 10)
-		execs := make([]rueidis.LuaExec, k-1)
+		execs := make([]rueidis.LuaExec, k)
 		for j := range execs {
-			execs[j] = rueidis.LuaExec{Keys: []string{q.slot(eventID, j+1) + "n"}, Args: args}
+			execs[j] = rueidis.LuaExec{Keys: []string{q.slot(eventID, j, int(k)) + "n"}, Args: args}
 		}
 		for _, res := range initScript.execMulti(ctx, q.client, execs) {
 			n, err := res.AsInt64()
@@ -297,7 +297,7 @@ func (q *QueueState) Seal(ctx context.Context, eventID boxoffice.ID, highest, gi
 	if k > 1 {
 		cmds := make(rueidis.Commands, k-1)
 		for j := range cmds {
-			cmds[j] = q.client.B().Hmget().Key(q.slot(eventID, j+1)+"n").Field("given", "served").Build()
+			cmds[j] = q.client.B().Hmget().Key(q.slot(eventID, j+1, k)+"n").Field("given", "served").Build()
 		}
 		for _, res := range q.client.DoMulti(ctx, cmds...) {
 			vs, err := res.ToArray()
@@ -324,13 +324,21 @@ func (q *QueueState) Seal(ctx context.Context, eventID boxoffice.ID, highest, gi
 		if j > 0 {
 			g, s = 0, 0
 		}
-		slot := q.slot(eventID, j)
+		slot := q.slot(eventID, j, k)
 		args := append([]string{strconv.FormatInt(last, 10), strconv.FormatInt(s, 10), q.ttlSeconds(),
 			strconv.FormatInt(g, 10), strconv.Itoa(k)}, waitingBy[j]...)
 		execs[j] = rueidis.LuaExec{Keys: []string{slot + "n", slot + "waiting"}, Args: args}
 	}
 	for _, res := range sealScript.execMulti(ctx, q.client, execs) {
 		if err := res.Error(); err != nil {
+			return boxoffice.Unavailable("the queue state", err)
+		}
+	}
+	if k > 1 {
+		// The record of the event's slots, last: with it the event is
+		// found initialized.
+		args := []string{q.ttlSeconds(), strconv.Itoa(k)}
+		if err := initScript.exec(ctx, q.client, []string{q.base(eventID) + "n"}, args).Error(); err != nil {
 			return boxoffice.Unavailable("the queue state", err)
 		}
 	}
