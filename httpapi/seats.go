@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/seatmap"
@@ -19,7 +20,8 @@ func (s *Server) getSeats(w http.ResponseWriter, r *http.Request, _ boxoffice.Us
 	if err != nil {
 		return err
 	}
-	serveCached(w, r, snap.ETag, snap.JSON, snap.Gzip, s.maxAge())
+	s.freshness(w, snap)
+	serveCached(w, r, snap.ETag, snap.JSON, snap.Gzip, s.maxAge(snap))
 	return nil
 }
 
@@ -29,7 +31,8 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request, _ boxof
 	if err != nil {
 		return err
 	}
-	serveCached(w, r, snap.CompactETag, snap.Compact, nil, s.maxAge())
+	s.freshness(w, snap)
+	serveCached(w, r, snap.CompactETag, snap.Compact, nil, s.maxAge(snap))
 	return nil
 }
 
@@ -103,9 +106,18 @@ func (s *Server) layoutBody(r *http.Request, id boxoffice.ID) (*layoutJSON, erro
 }
 
 // maxAge is the seat map's Cache-Control: shared caches may keep it for
-// its TTL.
-func (s *Server) maxAge() string {
-	return "public, max-age=" + strconv.Itoa(int(s.seats.TTL().Seconds()))
+// its TTL from when it was built (the Age header says how much of it is
+// gone; a degraded map's TTL is a second).
+func (s *Server) maxAge(snap *seatmap.Snapshot) string {
+	return "public, max-age=" + strconv.Itoa(int(s.seats.TTLOf(snap).Seconds()))
+}
+
+// freshness sets Age (whole seconds, rounded up, so that a cache never
+// keeps a map past its TTL) and Last-Modified, when the map was read.
+func (s *Server) freshness(w http.ResponseWriter, snap *seatmap.Snapshot) {
+	age := s.seats.Age(snap)
+	w.Header().Set("Age", strconv.FormatInt(int64((age+time.Second-1)/time.Second), 10))
+	w.Header().Set("Last-Modified", snap.BuiltAt.UTC().Format(http.TimeFormat))
 }
 
 // serveCached serves body (or gz, to a client that takes gzip) with a

@@ -1,11 +1,14 @@
 // Package seatmap builds and caches the seat map of an event: every seat
 // with available, held, sold or resale (sold, and listed by its owner),
 // built from the store's sold seats and active listings plus the lock
-// layer's live holds. A snapshot lives for a TTL (default 10s); when it
-// runs out, one caller rebuilds it (single flight) while the others keep
-// serving the old copy, so a hot event costs one rebuild per TTL however
-// many clients poll it. Snapshots carry a strong ETag and a gzipped body
-// so that a CDN in front can absorb the reads.
+// layer's live holds. A snapshot is served for a TTL (default 10s) and
+// never after: past half its TTL one caller starts a rebuild in the
+// background (single flight) while the others keep serving it, so a busy
+// event costs about two rebuilds per TTL however many clients poll it and
+// its readers never wait; after a quiet spell the first reader waits for
+// the single rebuild instead of getting an old copy. Snapshots carry a
+// strong ETag, a gzipped body and their age, so that a CDN in front can
+// absorb the reads without keeping them past the TTL.
 package seatmap
 
 import (
@@ -77,13 +80,24 @@ type Snapshot struct {
 // served, so the map heals within a second of the lock store's return.
 const degradedTTL = time.Second
 
-func (c *Cache) fresh(s *Snapshot) bool {
-	ttl := c.ttl
-	if s.Degraded && ttl > degradedTTL {
-		ttl = degradedTTL
-	}
-	return c.now().Sub(s.BuiltAt) < ttl
+func (c *Cache) fresh(s *Snapshot) bool { return c.younger(s, c.TTLOf(s)) }
+
+// younger reports whether s is younger than maxAge.
+func (c *Cache) younger(s *Snapshot, maxAge time.Duration) bool {
+	return c.now().Sub(s.BuiltAt) < maxAge
 }
+
+// TTLOf is how long a snapshot is served from its BuiltAt: the TTL, or
+// for a degraded one at most a second.
+func (c *Cache) TTLOf(s *Snapshot) time.Duration {
+	if s.Degraded && c.ttl > degradedTTL {
+		return degradedTTL
+	}
+	return c.ttl
+}
+
+// Age is how old a snapshot is now.
+func (c *Cache) Age(s *Snapshot) time.Duration { return max(0, c.now().Sub(s.BuiltAt)) }
 
 // Cache builds and caches snapshots.
 type Cache struct {
@@ -126,30 +140,33 @@ func (c *Cache) TTL() time.Duration { return c.ttl }
 // Builds returns how many snapshots were built so far.
 func (c *Cache) Builds() int { return int(c.builds.Load()) }
 
-// Get returns the event's snapshot. A fresh one comes from the cache; a
-// stale one is served as is while a single background rebuild runs; with
-// none at all the caller waits for the (single) build.
+// Get returns the event's snapshot, younger than its TTL: from the cache
+// while it is (past half the TTL a single background rebuild starts, so
+// that a busy event's readers do not wait), else from the single rebuild,
+// which the caller waits for. A rebuild that fails is the caller's error:
+// an older copy is not served.
 func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
 	c.mu.Lock()
 	snap := c.entries[eventID]
-	stale := snap != nil && !c.fresh(snap)
-	start := stale && !c.refreshing[eventID] && !time.Now().Before(c.notBefore[eventID])
+	fresh := snap != nil && c.fresh(snap)
+	start := fresh && !c.younger(snap, c.TTLOf(snap)/2) && !c.refreshing[eventID] && !time.Now().Before(c.notBefore[eventID])
 	if start {
 		c.refreshing[eventID] = true
 	}
 	c.mu.Unlock()
 	if start {
+		ahead := c.TTLOf(snap) / 2
 		go func() {
 			defer func() { c.mu.Lock(); delete(c.refreshing, eventID); c.mu.Unlock() }()
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			_, _ = c.rebuild(ctx, eventID) // a failed rebuild keeps the old copy
+			_, _ = c.rebuild(ctx, eventID, ahead) // a failed rebuild leaves the copy to its TTL
 		}()
 	}
-	if snap != nil {
+	if fresh {
 		return snap, nil
 	}
-	return c.rebuild(ctx, eventID)
+	return c.rebuild(ctx, eventID, 0)
 }
 
 // Statuses returns the event's seat statuses in layout order (sale's best
@@ -237,17 +254,24 @@ const (
 	sharedPoll = 50 * time.Millisecond
 )
 
-func (c *Cache) rebuild(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
+// rebuild returns a snapshot younger than its TTL, and, with ahead > 0 (a
+// refresh ahead of the TTL), younger than ahead: the one in the cache if it
+// is, a newer shared one, or a new build; one flight per event at a time.
+func (c *Cache) rebuild(ctx context.Context, eventID boxoffice.ID, ahead time.Duration) (*Snapshot, error) {
+	return c.flight(ctx, eventID, ahead, true)
+}
+
+func (c *Cache) flight(ctx context.Context, eventID boxoffice.ID, ahead time.Duration, retry bool) (*Snapshot, error) {
 	v, err, _ := c.sf.Do(eventID.String(), func() (any, error) {
 		// Another flight may have finished just before this one started.
 		c.mu.Lock()
 		cur := c.entries[eventID]
 		c.mu.Unlock()
-		if cur != nil && c.fresh(cur) {
+		if cur != nil && c.wanted(cur, ahead) {
 			return cur, nil
 		}
 		if c.shared != nil {
-			snap, release, err := c.fromShared(ctx, eventID, cur)
+			snap, release, err := c.fromShared(ctx, eventID, cur, ahead)
 			if snap != nil || err != nil {
 				return snap, err
 			}
@@ -267,7 +291,22 @@ func (c *Cache) rebuild(ctx context.Context, eventID boxoffice.ID) (*Snapshot, e
 	if err != nil {
 		return nil, err
 	}
-	return v.(*Snapshot), nil
+	snap := v.(*Snapshot)
+	if ahead == 0 && !c.fresh(snap) && retry {
+		// A flight that a refresh ahead started may end on a copy that
+		// was still fresh for it (another node rebuilds) and is stale by
+		// now for a reader who joined it: that reader goes once more.
+		return c.flight(ctx, eventID, 0, false)
+	}
+	return snap, nil
+}
+
+// wanted reports whether s will do for a rebuild that asked for ahead.
+func (c *Cache) wanted(s *Snapshot, ahead time.Duration) bool {
+	if ahead > 0 {
+		return c.younger(s, ahead)
+	}
+	return c.fresh(s)
 }
 
 func (c *Cache) keep(snap *Snapshot) {
@@ -280,11 +319,11 @@ func (c *Cache) keep(snap *Snapshot) {
 }
 
 // fromShared adopts a newer snapshot from the shared store, or takes the
-// fleet-wide rebuild lease. A snapshot ends the flight (adopted, or the
-// stale copy kept while another node rebuilds); none means this node
-// builds, holding the lease until release (or, when the shared store is
-// unreachable, on its own).
-func (c *Cache) fromShared(ctx context.Context, eventID boxoffice.ID, cur *Snapshot) (*Snapshot, func(), error) {
+// fleet-wide rebuild lease. A snapshot ends the flight (adopted, or, for a
+// refresh ahead, the copy in hand while another node rebuilds); none means
+// this node builds, holding the lease until release (or, when the shared
+// store is unreachable, on its own).
+func (c *Cache) fromShared(ctx context.Context, eventID boxoffice.ID, cur *Snapshot, ahead time.Duration) (*Snapshot, func(), error) {
 	noop := func() {}
 	deadline := time.Now().Add(rebuildLease) // a wait in real time, whatever clock the cache runs on
 	for {
@@ -294,7 +333,7 @@ func (c *Cache) fromShared(ctx context.Context, eventID boxoffice.ID, cur *Snaps
 		}
 		if adopted != nil {
 			cur = adopted
-			if c.fresh(cur) {
+			if c.wanted(cur, ahead) {
 				return cur, noop, nil
 			}
 		}
@@ -302,7 +341,7 @@ func (c *Cache) fromShared(ctx context.Context, eventID boxoffice.ID, cur *Snaps
 		switch {
 		case err == nil:
 			// The lease holder may have stored just before it let go.
-			if adopted, aerr := c.adopt(ctx, eventID, cur); aerr == nil && adopted != nil && c.fresh(adopted) {
+			if adopted, aerr := c.adopt(ctx, eventID, cur); aerr == nil && adopted != nil && c.wanted(adopted, ahead) {
 				release()
 				return adopted, noop, nil
 			}
@@ -310,9 +349,10 @@ func (c *Cache) fromShared(ctx context.Context, eventID boxoffice.ID, cur *Snaps
 		case boxoffice.ErrorCode(err) != boxoffice.EIDEMINFLIGHT:
 			return nil, noop, nil
 		}
-		// Another node is rebuilding. With a copy in hand, serve it and look
-		// again shortly; with none, wait for theirs (or the lease to lapse).
-		if cur != nil {
+		// Another node is rebuilding. With a copy still fresh in hand,
+		// serve it and look again shortly; without, wait for theirs (or the
+		// lease to lapse).
+		if cur != nil && c.fresh(cur) {
 			c.mu.Lock()
 			c.notBefore[eventID] = time.Now().Add(sharedPoll) // real time: it paces calls to the shared store
 			c.mu.Unlock()

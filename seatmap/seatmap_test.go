@@ -86,26 +86,43 @@ func TestOneRebuildUnderConcurrentReadersAtExpiry(t *testing.T) {
 		t.Fatalf("cold start with 100 readers built %d times, want 1", n)
 	}
 	first, _ := cache.Get(ctx, 7)
-	clk.advance(11 * time.Second)
-	// At expiry: 100 readers all get the old copy at once, one rebuild runs.
+	clk.advance(6 * time.Second)
+	// Past half the TTL: 100 readers all get the copy at once, and one
+	// rebuild runs ahead of the TTL.
 	for range 100 {
 		wg.Go(func() {
-			s, err := cache.Get(ctx, 7)
-			if err != nil {
-				t.Error(err)
-			}
-			if s.BuiltAt.After(first.BuiltAt) && s.BuiltAt.Before(clk.now()) {
-				t.Error("a reader got a snapshot built neither before nor at expiry")
+			if s, err := cache.Get(ctx, 7); err != nil || s != first {
+				t.Errorf("a reader past half the TTL waited or got another copy: %v", err)
 			}
 		})
 	}
 	wg.Wait()
 	waitFor(t, func() bool { s, _ := cache.Get(ctx, 7); return s != first })
 	if n := cache.Builds(); n != 2 {
-		t.Errorf("100 readers at expiry caused %d rebuilds, want 1 (2 builds in all)", n-1)
+		t.Errorf("100 readers past half the TTL caused %d rebuilds, want 1 (2 builds in all)", n-1)
 	}
-	if n := f.calls.Load(); n != 2 {
-		t.Errorf("SoldSeats called %d times, want 2", n)
+	// Past the TTL (a quiet spell): 100 readers wait for one rebuild and
+	// all get it, none the old copy.
+	second, _ := cache.Get(ctx, 7)
+	clk.advance(11 * time.Second)
+	for range 100 {
+		wg.Go(func() {
+			s, err := cache.Get(ctx, 7)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if s == second || !s.BuiltAt.Equal(clk.now()) {
+				t.Error("a reader past the TTL got a copy older than the TTL")
+			}
+		})
+	}
+	wg.Wait()
+	if n := cache.Builds(); n != 3 {
+		t.Errorf("100 readers past the TTL caused %d rebuilds, want 1 (3 builds in all)", n-2)
+	}
+	if n := f.calls.Load(); n != 3 {
+		t.Errorf("SoldSeats called %d times, want 3", n)
 	}
 }
 
@@ -122,13 +139,12 @@ func TestStalenessBoundedByTTL(t *testing.T) {
 	f.mu.Lock()
 	f.sold = []string{"A-B-5"}
 	f.mu.Unlock()
-	clk.advance(9 * time.Second)
-	if s2, _ := cache.Get(ctx, 7); s2 != s {
-		t.Fatal("rebuilt before the TTL")
+	clk.advance(4 * time.Second)
+	if s2, _ := cache.Get(ctx, 7); s2 != s || cache.Builds() != 1 {
+		t.Fatal("rebuilt before half the TTL")
 	}
-	clk.advance(2 * time.Second)
-	cache.Get(ctx, 7) // stale: served once more while the rebuild runs
-	waitFor(t, func() bool { s3, _ := cache.Get(ctx, 7); return s3 != s })
+	// A quiet spell past the TTL, then one read: it sees the change.
+	clk.advance(30 * time.Second)
 	s3, _ := cache.Get(ctx, 7)
 	if s3.Statuses[0] != Held || s3.Statuses[9] != Sold || s3.Counts[Available] != 8 {
 		t.Errorf("after the TTL: statuses %v counts %v", s3.Statuses, s3.Counts)
@@ -145,6 +161,24 @@ func TestStalenessBoundedByTTL(t *testing.T) {
 	letters, err := DecodeRuns(avail.Runs)
 	if err != nil || string(letters) != "haaaaaaaas" {
 		t.Errorf("DecodeRuns = %q, %v", letters, err)
+	}
+}
+
+// Whatever the pace of the reads, no reader gets a map older than the TTL,
+// and the readers of a busy event do not wait for rebuilds.
+func TestNoReaderGetsAMapOlderThanTheTTL(t *testing.T) {
+	cache, f, clk, _ := setup(t)
+	f.delay = 0
+	ctx := context.Background()
+	for i := range 300 {
+		clk.advance(time.Duration(i*7919%3000) * time.Millisecond)
+		s, err := cache.Get(ctx, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if age := clk.now().Sub(s.BuiltAt); age >= cache.TTL() || cache.Age(s) != age {
+			t.Fatalf("read %d: a map %s old (Age %s), TTL %s", i, age, cache.Age(s), cache.TTL())
+		}
 	}
 }
 
