@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -169,7 +170,7 @@ func testQueuedBestAvailable(t *testing.T, s *Stack) {
 }
 
 // Many best-available requests in one batch do not race each other for the
-// same first blocks: each is held, and the earlier in the queue gets the
+// same best blocks: each is held, and the earlier in the queue gets the
 // better block.
 func testQueuedBestAvailableBatch(t *testing.T, s *Stack) {
 	needQueue(t, s)
@@ -193,7 +194,9 @@ func testQueuedBestAvailableBatch(t *testing.T, s *Stack) {
 	// Queue order is position order (on slots not quite arrival order).
 	slices.SortFunc(reqs, func(a, b req) int { return cmp.Compare(a.pos, b.pos) })
 	s.StartWorkers(t, 1) // the whole queue arrives as one batch or a few
-	prev := -1
+	// Earlier in the queue, a better block: an earlier row, or the same
+	// row nearer its centre (rows fill from the centre outwards).
+	prevRow, prevDist := -1, -1.0
 	for i, q := range reqs {
 		out := q.c.awaitOutcome(q.id)
 		if out.Status != "held" {
@@ -204,11 +207,11 @@ func testQueuedBestAvailableBatch(t *testing.T, s *Stack) {
 		var row string
 		var n int
 		fmt.Sscanf(b.SeatIDs[0], "F-%1s-%d", &row, &n)
-		place := int(row[0]-'A')*20 + n
-		if place <= prev {
-			t.Errorf("request %d got %v, not after the block of the one before it", i+1, b.SeatIDs)
+		r, dist := int(row[0]-'A'), math.Abs(float64(n)+0.5-10.5) // a pair's centre against the row's (20 seats)
+		if r < prevRow || (r == prevRow && dist < prevDist) {
+			t.Errorf("request %d got %v, a better block than the one before it", i+1, b.SeatIDs)
 		}
-		prev = place
+		prevRow, prevDist = r, dist
 	}
 }
 

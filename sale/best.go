@@ -1,6 +1,7 @@
 package sale
 
 import (
+	"math"
 	"context"
 	"sync"
 	"time"
@@ -37,8 +38,9 @@ const bestAttempts = 8
 // does not start from blocks the map still shows free but are not.
 const takenMemory = 30 * time.Second
 
-// holdBest holds Quantity seats side by side in one row, the first free
-// block in layout order among the seats best wants. Candidates come from
+// holdBest holds Quantity seats side by side in one row, the best free
+// block among the seats best wants (bestBlock: the best row, from its
+// centre outwards). Candidates come from
 // the seat map, less the seats this process saw taken since; the lock
 // layer decides, so a block someone took meanwhile is struck off and the
 // next is tried. When those run out it reads the seats afresh (the store
@@ -54,7 +56,7 @@ func (s *Service) holdBest(ctx context.Context, l *Layout, best *boxoffice.BestA
 		}
 		taken := map[string]bool{}
 		for attempt := 0; attempt < bestAttempts; attempt++ {
-			block := firstBlock(l, free, best.Quantity, taken)
+			block := bestBlock(l, free, best.Quantity, taken)
 			if block == nil {
 				break
 			}
@@ -132,35 +134,65 @@ func (s *Service) freeSeats(ctx context.Context, l *Layout, best *boxoffice.Best
 	return free, nil
 }
 
-// firstBlock returns the first n seats of free (in layout order) that sit
-// side by side in one row with none of them taken, or nil.
-func firstBlock(l *Layout, free []boxoffice.Seat, n int, taken map[string]bool) []string {
-	run := 0
-	for i, st := range free {
-		if taken[st.ID] {
-			run = 0
-			continue
+// bestBlock returns n seats of free (in layout order) side by side in one
+// row, none of them taken, or nil: in the first row (the best: layout
+// order goes from the stage back) that has such a block, the block nearest
+// the row's centre, so a row fills from its centre outwards. A block that
+// would leave a single seat stranded beside it is passed over while
+// another will do, lest every pair split a row into unsellable singles.
+func bestBlock(l *Layout, free []boxoffice.Seat, n int, taken map[string]bool) []string {
+	for start := 0; start < len(free); {
+		end := start + 1
+		for end < len(free) && free[end].Section == free[start].Section && free[end].Row == free[start].Row {
+			end++
 		}
-		if run > 0 {
-			prev := free[i-1]
-			if prev.Section == st.Section && prev.Row == st.Row && l.order[st.ID] == l.order[prev.ID]+1 {
-				run++
-			} else {
-				run = 1
-			}
-		} else {
-			run = 1
-		}
-		if run == n {
-			block := make([]string, n)
-			for k := range n {
-				block[k] = free[i-n+1+k].ID
-			}
+		if block := centreBlock(l, free[start:end], n, taken); block != nil {
 			return block
 		}
+		start = end
 	}
 	return nil
 }
+
+// centreBlock is bestBlock within one row's free seats.
+func centreBlock(l *Layout, row []boxoffice.Seat, n int, taken map[string]bool) []string {
+	centre := float64(1+l.seatsPerRow[row[0].Section]) / 2
+	best, bestScore := -1, math.Inf(1)
+	for i := 0; i < len(row); {
+		if taken[row[i].ID] {
+			i++
+			continue
+		}
+		// row[i:j] is a run of free seats side by side.
+		j := i + 1
+		for j < len(row) && !taken[row[j].ID] && row[j].Number == row[j-1].Number+1 {
+			j++
+		}
+		for a := i; a+n <= j; a++ {
+			mid := float64(row[a].Number) + float64(n-1)/2
+			score := math.Abs(mid - centre)
+			if left, right := a-i, j-(a+n); left == 1 || right == 1 {
+				score += strandPenalty
+			}
+			if score < bestScore {
+				best, bestScore = a, score
+			}
+		}
+		i = j
+	}
+	if best < 0 {
+		return nil
+	}
+	block := make([]string, n)
+	for k := range n {
+		block[k] = row[best+k].ID
+	}
+	return block
+}
+
+// strandPenalty ranks a block that strands a single seat after every
+// block that does not, in any row up to 10,000 seats long.
+const strandPenalty = 10_000
 
 // takenSeats remembers, per event, the seats this process saw taken and
 // when, for best available.

@@ -193,6 +193,8 @@ type Layout struct {
 	Seats []boxoffice.Seat
 	index map[string]boxoffice.Seat
 	order map[string]int // seat id → its place in Seats
+	// seatsPerRow of each section, by name: where a row's centre is.
+	seatsPerRow map[string]int
 }
 
 // Seat returns a seat of the layout by id.
@@ -239,7 +241,11 @@ func newLayout(e *boxoffice.Event) *Layout {
 		idx[st.ID] = st
 		order[st.ID] = i
 	}
-	return &Layout{Event: e, Seats: seats, index: idx, order: order}
+	perRow := make(map[string]int, len(e.Sections))
+	for _, sec := range e.Sections {
+		perRow[sec.Name] = sec.SeatsPerRow
+	}
+	return &Layout{Event: e, Seats: seats, index: idx, order: order, seatsPerRow: perRow}
 }
 
 // randomCode returns n random bytes in unpadded base32: ticket codes and
