@@ -1,6 +1,8 @@
 package boxoffice
 
 import (
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -144,17 +146,43 @@ func ValidateSeatSelection(layout map[string]Seat, seatIDs []string, limit int) 
 }
 
 // BestAvailable asks for Quantity seats side by side in one row instead of
-// named seats: the best the event has left, in layout order (the sections
-// as the organiser listed them, front rows first, low numbers first),
-// optionally within one section or one price tier.
+// named seats: the best the event has left (the best row, sections as
+// the organiser listed them and front rows first, from its centre
+// outwards), optionally within one section or one price tier. Seats with
+// features (wheelchair spaces, companion seats, restricted views) are
+// left out unless Features asks for them; then the block has a seat with
+// each feature asked for, and may have seats without.
 type BestAvailable struct {
-	Quantity  int    `json:"quantity"`
-	Section   string `json:"section,omitempty"`
-	PriceTier string `json:"price_tier,omitempty"`
+	Quantity  int           `json:"quantity"`
+	Section   string        `json:"section,omitempty"`
+	PriceTier string        `json:"price_tier,omitempty"`
+	Features  []SeatFeature `json:"features,omitempty"`
 }
 
-// Wants reports whether seat is in the request's section and tier.
-func (b *BestAvailable) Wants(seat Seat) bool { return inSectionAndTier(seat, b.Section, b.PriceTier) }
+// Wants reports whether seat may be in the block: in the request's
+// section and tier, with no feature the request did not ask for.
+func (b *BestAvailable) Wants(seat Seat) bool {
+	if !inSectionAndTier(seat, b.Section, b.PriceTier) {
+		return false
+	}
+	for _, f := range seat.Features {
+		if !slices.Contains(b.Features, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// Fits reports whether a block of wanted seats has a seat with each
+// feature asked for.
+func (b *BestAvailable) Fits(block []Seat) bool {
+	for _, f := range b.Features {
+		if !slices.ContainsFunc(block, func(s Seat) bool { return s.HasFeature(f) }) {
+			return false
+		}
+	}
+	return true
+}
 
 // inSectionAndTier reports whether seat is in section and tier; an empty
 // one matches any.
@@ -171,6 +199,14 @@ func (b *BestAvailable) Validate(seats []Seat, limit int) error {
 	}
 	if b.Quantity > limit {
 		return Errorf(ELIMIT, "at most %d seats in one request", limit)
+	}
+	for i, f := range b.Features {
+		if !KnownSeatFeature(f) || slices.Contains(b.Features[:i], f) {
+			return Errorf(EINVALID, "best_available.features: %q is unknown or listed twice (known: wheelchair, companion, restricted_view)", f)
+		}
+		if !slices.ContainsFunc(seats, func(s Seat) bool { return b.Wants(s) && s.HasFeature(f) }) {
+			return Errorf(EINVALID, "the event has no %s seat in section %q, price tier %q", strings.ReplaceAll(string(f), "_", " "), b.Section, b.PriceTier)
+		}
 	}
 	run, prev := 0, Seat{}
 	for _, s := range seats {

@@ -1,7 +1,10 @@
 package boxoffice
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -93,7 +96,53 @@ type Section struct {
 	PriceCents  int64
 	Rows        int
 	SeatsPerRow int
+	// Features marks seats of the section, by "<row>-<number>" (e.g.
+	// "A-1"), with what a buyer may need to know or ask for: wheelchair
+	// spaces, companion seats, a restricted view. Best available keeps
+	// such seats for those who ask for them.
+	Features map[string][]SeatFeature
 }
+
+// SeatFeature is what a buyer may need to know of a seat, or ask for.
+type SeatFeature string
+
+// Seat features.
+const (
+	// Wheelchair: a wheelchair space.
+	Wheelchair SeatFeature = "wheelchair"
+	// Companion: a seat for the companion of a wheelchair user.
+	Companion SeatFeature = "companion"
+	// RestrictedView: part of the stage is hidden from the seat.
+	RestrictedView SeatFeature = "restricted_view"
+)
+
+// SeatFeatures are the known features.
+var SeatFeatures = []SeatFeature{Wheelchair, Companion, RestrictedView}
+
+// EncodeSeatFeatures is how the stores keep a section's Features: JSON,
+// "" for none.
+func EncodeSeatFeatures(m map[string][]SeatFeature) (string, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(m)
+	return string(b), err
+}
+
+// DecodeSeatFeatures reads what EncodeSeatFeatures wrote.
+func DecodeSeatFeatures(s string) (map[string][]SeatFeature, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string][]SeatFeature
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, &Error{Code: EINTERNAL, Message: "a section's seat features are unreadable", Err: err}
+	}
+	return m, nil
+}
+
+// KnownSeatFeature reports whether f is one of SeatFeatures.
+func KnownSeatFeature(f SeatFeature) bool { return slices.Contains(SeatFeatures, f) }
 
 // Seat is one place in the layout. Its ID is "<section>-<row>-<number>",
 // stable and unique within the event; the section name cannot contain '-',
@@ -105,7 +154,12 @@ type Seat struct {
 	Number     int
 	PriceTier  string
 	PriceCents int64
+	// Features: the section's Features for this seat (nil: none).
+	Features []SeatFeature
 }
+
+// HasFeature reports whether the seat has feature f.
+func (s Seat) HasFeature(f SeatFeature) bool { return slices.Contains(s.Features, f) }
 
 // SeatCount is the number of seats in the layout.
 func (e *Event) SeatCount() int {
@@ -190,6 +244,36 @@ func (e *Event) Validate() error {
 		if total > MaxSeatsPerEvent {
 			return bad("an event has at most %d seats", MaxSeatsPerEvent)
 		}
+		if err := s.validFeatures(); err != nil {
+			return bad("sections[%d].features: %s", i, err.Message)
+		}
+	}
+	return nil
+}
+
+// validFeatures checks that Features names seats of the section, each
+// with known features, none twice.
+func (s *Section) validFeatures() *Error {
+	if len(s.Features) > s.Rows*s.SeatsPerRow {
+		return &Error{Message: "more seats than the section has"}
+	}
+	for seat, fs := range s.Features {
+		row, num, ok := strings.Cut(seat, "-")
+		n, err := strconv.Atoi(num)
+		if r := RowNumber(row); !ok || err != nil || r < 1 || r > s.Rows || n < 1 || n > s.SeatsPerRow || num != strconv.Itoa(n) {
+			return &Error{Message: fmt.Sprintf("%q is not a seat of the section (row-number, e.g. A-1)", seat)}
+		}
+		if len(fs) == 0 {
+			return &Error{Message: fmt.Sprintf("seat %s has no features listed", seat)}
+		}
+		for i, f := range fs {
+			if !KnownSeatFeature(f) {
+				return &Error{Message: fmt.Sprintf("seat %s: unknown feature %q (known: wheelchair, companion, restricted_view)", seat, f)}
+			}
+			if slices.Contains(fs[:i], f) {
+				return &Error{Message: fmt.Sprintf("seat %s: %s listed twice", seat, f)}
+			}
+		}
 	}
 	return nil
 }
@@ -209,6 +293,7 @@ func (e *Event) Seats() []Seat {
 					Number:     n,
 					PriceTier:  s.PriceTier,
 					PriceCents: s.PriceCents,
+					Features:   s.Features[row+"-"+strconv.Itoa(n)],
 				})
 			}
 		}
@@ -228,6 +313,23 @@ func SectionOf(seatID string) string {
 		return ""
 	}
 	return seatID[:i]
+}
+
+// RowNumber is RowLabel backwards: 1 for "A", 27 for "AA"; 0 for a string
+// that is no row label.
+func RowNumber(label string) int {
+	if label == "" || len(label) > 4 {
+		return 0
+	}
+	r := 0
+	for i := 0; i < len(label); i++ {
+		c := label[i]
+		if c < 'A' || c > 'Z' {
+			return 0
+		}
+		r = r*26 + int(c-'A') + 1
+	}
+	return r
 }
 
 // RowLabel turns a 1-based row index into its label: 1 → A, 26 → Z,

@@ -246,3 +246,90 @@ func testLayout(t *testing.T, s *Stack) {
 		t.Errorf("without gzip: %v, %d bytes", plain.Header, len(plain.Body))
 	}
 }
+
+// Seats marked wheelchair, companion or restricted view: the layout says
+// so, best available keeps them for those who ask for them, and a block
+// asked for with features has a seat of each.
+func testSeatFeatures(t *testing.T, s *Stack) {
+	body := eventBody(s, section{"W", "t", 1000, 2, 6})
+	sec := body["sections"].([]section)
+	body["sections"] = []map[string]any{{"name": sec[0].Name, "price_tier": sec[0].PriceTier, "price_cents": sec[0].PriceCents,
+		"rows": sec[0].Rows, "seats_per_row": sec[0].SeatsPerRow,
+		"features": map[string][]string{"A-3": {"wheelchair"}, "A-4": {"companion"}, "B-1": {"restricted_view"}}}}
+	ev := s.newEvent(t, body)
+
+	var layout struct {
+		Seats []struct {
+			SeatID   string   `json:"seat_id"`
+			Features []string `json:"features"`
+		} `json:"seats"`
+	}
+	s.anonymous(t).do("GET", "/events/"+ev+"/layout", nil).decode(t, &layout)
+	marked := map[string]string{}
+	for _, st := range layout.Seats {
+		if len(st.Features) > 0 {
+			marked[st.SeatID] = strings.Join(st.Features, ",")
+		}
+	}
+	if fmt.Sprint(marked) != "map[W-A-3:wheelchair W-A-4:companion W-B-1:restricted_view]" {
+		t.Fatalf("the layout's features: %v", marked)
+	}
+	var view struct {
+		Sections []struct {
+			Features map[string][]string `json:"features"`
+		} `json:"sections"`
+	}
+	s.anonymous(t).do("GET", "/events/"+ev, nil).decode(t, &view)
+	if len(view.Sections) != 1 || len(view.Sections[0].Features) != 3 {
+		t.Errorf("the event's sections: %+v", view.Sections)
+	}
+
+	// Without features: the centre of row A has a wheelchair space and a
+	// companion seat, so the pair is found around them, never on them.
+	c := s.client(t, "fan", "")
+	var h bestHeld
+	if r := c.reserveBest(ev, "plain", 2, "W"); r.Status != http.StatusCreated {
+		t.Fatalf("best available: %d %s", r.Status, r.Body)
+	} else {
+		r.decode(t, &h)
+	}
+	for _, id := range h.SeatIDs {
+		if marked[id] != "" {
+			t.Errorf("a plain best-available pair took %s (%s)", id, marked[id])
+		}
+	}
+	// With both: the wheelchair space and its companion seat.
+	wheel := s.client(t, "wheel", "")
+	r := wheel.do("POST", "/bookings/reserve", map[string]any{"event_id": ev, "idempotency_key": "w",
+		"best_available": map[string]any{"quantity": 2, "features": []string{"wheelchair", "companion"}}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("best available with features: %d %s", r.Status, r.Body)
+	}
+	r.decode(t, &h)
+	if fmt.Sprint(h.SeatIDs) != "[W-A-3 W-A-4]" {
+		t.Errorf("wheelchair and companion: %v, want [W-A-3 W-A-4]", h.SeatIDs)
+	}
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+	}{
+		{"UnknownFeature", map[string]any{"event_id": ev, "idempotency_key": "x", "best_available": map[string]any{"quantity": 1, "features": []string{"jacuzzi"}}}},
+		{"NoSuchSeat", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got response
+			if tc.body == nil {
+				bad := eventBody(s)
+				bad["sections"] = []map[string]any{{"name": "X", "price_tier": "t", "price_cents": 1, "rows": 1, "seats_per_row": 2,
+					"features": map[string][]string{"B-1": {"wheelchair"}}}}
+				got = s.client(t, "organiser", "admin").do("POST", "/events", bad)
+			} else {
+				got = c.do("POST", "/bookings/reserve", tc.body)
+			}
+			if got.Status != http.StatusBadRequest {
+				t.Fatalf("%d %s, want 400", got.Status, got.Body)
+			}
+			got.problem(t)
+		})
+	}
+}

@@ -52,6 +52,7 @@ func run(t *testing.T, newStack func(t *testing.T) *Stack, pick func(name string
 		{"PaymentOutcomes", testPaymentOutcomes},
 		{"TicketLimitPerUser", testTicketLimit},
 		{"BestAvailable", testBestAvailable},
+		{"SeatFeatures", testSeatFeatures},
 		{"AuthorizationAcrossUsers", testAuthorization},
 		{"ReleaseIsIdempotent", testRelease},
 		{"SeatMapCaching", testSeatMapCaching},

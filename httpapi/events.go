@@ -14,6 +14,8 @@ type sectionJSON struct {
 	PriceCents  int64  `json:"price_cents"`
 	Rows        int    `json:"rows"`
 	SeatsPerRow int    `json:"seats_per_row"`
+	// Seats with features, "<row>-<number>" → features.
+	Features map[string][]boxoffice.SeatFeature `json:"features,omitempty"`
 }
 
 // eventRequest is the body of POST /events.

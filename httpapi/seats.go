@@ -51,6 +51,8 @@ type layoutSeat struct {
 	Number     int    `json:"number"`
 	PriceTier  string `json:"price_tier"`
 	PriceCents int64  `json:"price_cents"`
+	// Features: wheelchair, companion, restricted_view (absent: none).
+	Features []boxoffice.SeatFeature `json:"features,omitempty"`
 }
 
 // getLayout serves the static layout in seat order: it never changes, so
@@ -88,7 +90,7 @@ func (s *Server) layoutBody(r *http.Request, id boxoffice.ID) (*layoutJSON, erro
 		Seats   []layoutSeat `json:"seats"`
 	}{EventID: id, Seats: make([]layoutSeat, len(seats))}
 	for i, st := range seats {
-		out.Seats[i] = layoutSeat{st.ID, st.Section, st.Row, st.Number, st.PriceTier, st.PriceCents}
+		out.Seats[i] = layoutSeat{st.ID, st.Section, st.Row, st.Number, st.PriceTier, st.PriceCents, st.Features}
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

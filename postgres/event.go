@@ -49,15 +49,20 @@ func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 			names, tiers      = make([]string, len(e.Sections)), make([]string, len(e.Sections))
 			prices            = make([]int64, len(e.Sections))
 			rowCounts, perRow = make([]int32, len(e.Sections)), make([]int32, len(e.Sections))
+			features          = make([]string, len(e.Sections)) // "": NULL
 		)
 		for i, sec := range e.Sections {
 			pos[i], names[i], tiers[i], prices[i] = int32(i), sec.Name, sec.PriceTier, sec.PriceCents
 			rowCounts[i], perRow[i] = int32(sec.Rows), int32(sec.SeatsPerRow)
+			if features[i], err = boxoffice.EncodeSeatFeatures(sec.Features); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO sections (event_id, position, name, price_tier, price_cents, row_count, seats_per_row)
-			SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::text[], $5::bigint[], $6::integer[], $7::integer[])`,
-			int64(e.ID), pos, names, tiers, prices, rowCounts, perRow); err != nil {
+			INSERT INTO sections (event_id, position, name, price_tier, price_cents, row_count, seats_per_row, features)
+			SELECT $1, p, n, t, c, r, s, NULLIF(f, '')::jsonb
+			FROM unnest($2::integer[], $3::text[], $4::text[], $5::bigint[], $6::integer[], $7::integer[], $8::text[]) AS u(p, n, t, c, r, s, f)`,
+			int64(e.ID), pos, names, tiers, prices, rowCounts, perRow, features); err != nil {
 			return err
 		}
 		_, err = tx.CopyFrom(ctx, pgx.Identifier{"seats"},
@@ -162,7 +167,7 @@ func (s *Store) loadSections(ctx context.Context, events []*boxoffice.Event) err
 		byID[ids[i]] = e
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT event_id, name, price_tier, price_cents, row_count, seats_per_row
+		SELECT event_id, name, price_tier, price_cents, row_count, seats_per_row, COALESCE(features::text, '')
 		FROM sections
 		WHERE event_id = ANY($1)
 		ORDER BY event_id, position`, ids)
@@ -170,10 +175,15 @@ func (s *Store) loadSections(ctx context.Context, events []*boxoffice.Event) err
 		return translate(err)
 	}
 	var (
-		eventID int64
-		sec     boxoffice.Section
+		eventID  int64
+		sec      boxoffice.Section
+		features string
 	)
-	_, err = pgx.ForEachRow(rows, []any{&eventID, &sec.Name, &sec.PriceTier, &sec.PriceCents, &sec.Rows, &sec.SeatsPerRow}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&eventID, &sec.Name, &sec.PriceTier, &sec.PriceCents, &sec.Rows, &sec.SeatsPerRow, &features}, func() error {
+		var err error
+		if sec.Features, err = boxoffice.DecodeSeatFeatures(features); err != nil {
+			return err
+		}
 		e := byID[eventID]
 		e.Sections = append(e.Sections, sec)
 		return nil

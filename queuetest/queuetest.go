@@ -6,6 +6,7 @@ package queuetest
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -701,13 +702,13 @@ func testBestAvailable(t *testing.T, h Harness) {
 	ev := h.NewEvent(t)
 	r := Request(ev, "best-fan")
 	r.SeatIDs = nil
-	r.Best = &boxoffice.BestAvailable{Quantity: 3, Section: "A", PriceTier: "gold"}
+	r.Best = &boxoffice.BestAvailable{Quantity: 3, Section: "A", PriceTier: "gold", Features: []boxoffice.SeatFeature{boxoffice.Wheelchair, boxoffice.Companion}}
 	e := admit(t, h, r, false)
 	got, err := h.State.Entry(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Request.Best == nil || *got.Request.Best != *r.Best || len(got.Request.SeatIDs) != 0 {
+	if got.Request.Best == nil || !reflect.DeepEqual(*got.Request.Best, *r.Best) || len(got.Request.SeatIDs) != 0 {
 		t.Errorf("entry's request: best %+v seats %v, want best %+v and no seats", got.Request.Best, got.Request.SeatIDs, *r.Best)
 	}
 	if h.Log == nil {
@@ -718,7 +719,7 @@ func testBestAvailable(t *testing.T, h Harness) {
 	}
 	consume(t, h, map[boxoffice.ID]bool{r.ID: true}, func(batch []*boxoffice.QueuedRequest) error {
 		for _, d := range batch {
-			if d.ID == r.ID && (d.Best == nil || *d.Best != *r.Best) {
+			if d.ID == r.ID && (d.Best == nil || !reflect.DeepEqual(*d.Best, *r.Best)) {
 				t.Errorf("delivered best %+v, want %+v", d.Best, *r.Best)
 			}
 			if _, err := h.State.Finish(ctx, d, boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}); err != nil {

@@ -1,8 +1,8 @@
 package sale
 
 import (
-	"math"
 	"context"
+	"math"
 	"sync"
 	"time"
 

@@ -38,10 +38,14 @@ func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 			return err
 		}
 		for i, sec := range e.Sections {
-			_, err := tx.ExecContext(ctx, `
-				INSERT INTO sections (event_id, position, name, price_tier, price_cents, row_count, seats_per_row)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, i, sec.Name, sec.PriceTier, sec.PriceCents, sec.Rows, sec.SeatsPerRow)
+			features, err := boxoffice.EncodeSeatFeatures(sec.Features)
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `
+				INSERT INTO sections (event_id, position, name, price_tier, price_cents, row_count, seats_per_row, features)
+				VALUES (?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''))`,
+				e.ID, i, sec.Name, sec.PriceTier, sec.PriceCents, sec.Rows, sec.SeatsPerRow, features)
 			if isUniqueViolation(err) {
 				return boxoffice.Errorf(boxoffice.EINVALID, "section %q is listed twice", sec.Name)
 			}
@@ -163,7 +167,7 @@ func attachSections(ctx context.Context, q querier, events []*boxoffice.Event) e
 		byID[e.ID], ids[i] = e, e.ID
 	}
 	rows, err := q.QueryContext(ctx, `
-		SELECT event_id, name, price_tier, price_cents, row_count, seats_per_row
+		SELECT event_id, name, price_tier, price_cents, row_count, seats_per_row, COALESCE(features, '')
 		FROM sections
 		WHERE event_id IN (SELECT value FROM json_each(?))
 		ORDER BY event_id, position`, jsonIDs(ids))
@@ -173,10 +177,15 @@ func attachSections(ctx context.Context, q querier, events []*boxoffice.Event) e
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			id  boxoffice.ID
-			sec boxoffice.Section
+			id       boxoffice.ID
+			sec      boxoffice.Section
+			features string
 		)
-		if err := rows.Scan(&id, &sec.Name, &sec.PriceTier, &sec.PriceCents, &sec.Rows, &sec.SeatsPerRow); err != nil {
+		if err := rows.Scan(&id, &sec.Name, &sec.PriceTier, &sec.PriceCents, &sec.Rows, &sec.SeatsPerRow, &features); err != nil {
+			return err
+		}
+		var err error
+		if sec.Features, err = boxoffice.DecodeSeatFeatures(features); err != nil {
 			return err
 		}
 		e := byID[id]

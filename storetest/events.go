@@ -19,6 +19,9 @@ func (s suite) events(t *testing.T) {
 		e.StartsAt = time.Date(2030, 7, 1, 19, 30, 0, 123_456_789, tokyo)
 		e.SaleOpensAt = time.Date(2030, 6, 1, 10, 0, 0, 999_999_999, tokyo)
 		e.CreatedAt = time.Date(2030, 5, 1, 9, 0, 0, 1_000_001, tokyo)
+		// Seat features come back on their section, and on its seats.
+		e.Sections[0].Features = map[string][]boxoffice.SeatFeature{
+			"A-1": {boxoffice.Wheelchair}, "A-2": {boxoffice.Companion}, "D-10": {boxoffice.RestrictedView, boxoffice.Companion}}
 		if err := f.store.CreateEvent(f.ctx, e); err != nil {
 			t.Fatalf("CreateEvent: %v", err)
 		}
@@ -28,6 +31,9 @@ func (s suite) events(t *testing.T) {
 		}
 		if diff := cmp.Diff(storedEvent(e), got, opts); diff != "" {
 			t.Errorf("Event mismatch (-want +got):\n%s", diff)
+		}
+		if seats := got.Seats(); !seats[0].HasFeature(boxoffice.Wheelchair) || len(seats[2].Features) != 0 || len(seats[39].Features) != 2 {
+			t.Errorf("seats' features: %v %v %v", seats[0].Features, seats[2].Features, seats[39].Features)
 		}
 		if got.StartsAt.Nanosecond() != 123_000_000 {
 			t.Errorf("StartsAt = %v, want the milliseconds kept and the rest dropped", got.StartsAt)
