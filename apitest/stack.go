@@ -115,7 +115,9 @@ type Stack struct {
 }
 
 // positions predicts the positions a fresh event's queue gives.
-func (s *Stack) positions() *queuetest.Positions { return queuetest.NewPositions(s.queueSlots, s.slotOf) }
+func (s *Stack) positions() *queuetest.Positions {
+	return queuetest.NewPositions(s.queueSlots, s.slotOf)
+}
 
 // Secret signs the stacks' tokens.
 const Secret = "apitest-secret-apitest-secret-0123456789"
