@@ -335,7 +335,8 @@ func (tb *tab) waitMap() {
 }
 
 // clickSeat clicks a seat on the canvas, where the map draws it: the real
-// pointer path, hit-testing included. The seat is brought into view first.
+// pointer path, hit-testing included. The seat is brought into view first,
+// at a zoom where a click picks a seat (zoomed out, a click zooms in).
 func (tb *tab) clickSeat(seatID string) {
 	tb.t.Helper()
 	type point struct{ X, Y, Size float64 }
@@ -344,7 +345,7 @@ func (tb *tab) clickSeat(seatID string) {
 		if (i < 0) return {X: 0, Y: 0, Size: 0};
 		const r = m.canvas.getBoundingClientRect();
 		let p = m.seatPoint(i);
-		if (p.size < 10 || p.x < r.left || p.y < r.top || p.x > r.right || p.y > r.bottom) { m.showSeat(i, false); p = m.seatPoint(i); }
+		if (!m.canPick() || p.x < r.left || p.y < r.top || p.x > r.right || p.y > r.bottom) { m.showSeat(i, false); p = m.seatPoint(i); }
 		return {X: p.x, Y: p.y, Size: p.size};
 	})()`, seatID))
 	if p.Size <= 0 {

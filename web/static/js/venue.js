@@ -129,6 +129,18 @@ export function hit(venue, ux, uy) {
   return -1;
 }
 
+// sectionAt returns the section at map point (ux, uy), or null: its block
+// of seats, widened by pad units around (at most half the gap between
+// blocks, so that neighbours never overlap) and by the name's band above.
+// A tap at the overview lands on a section even where seats are a pixel.
+export function sectionAt(venue, ux, uy, pad = 0) {
+  const p = Math.min(Math.max(0, pad), GAP / 2);
+  for (const s of venue.sections) {
+    if (ux >= s.x - p && ux < s.x + s.w + p && uy >= s.y - LABEL - p / 2 && uy < s.y + s.h + p / 2) return s;
+  }
+  return null;
+}
+
 // decodeRuns expands the availability view's runs ("120a2h5s…") into one
 // status code per seat (STATUS values). It throws on a malformed string or
 // one that does not cover exactly n seats.
