@@ -31,6 +31,8 @@ const (
 	MaxPriceCents      = 100_000_00 // 100,000.00 in the event's currency
 	MaxTicketLimit     = 100
 	DefaultTicketLimit = 8
+	// MaxYearsAhead bounds how far ahead a new show may start.
+	MaxYearsAhead = 5
 )
 
 var (

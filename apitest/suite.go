@@ -199,6 +199,13 @@ func testBadLayouts(t *testing.T, s *Stack) {
 		{"NoName", with("name", "")},
 		{"BadTime", with("starts_at", "tomorrow")},
 		{"SaleAfterShow", with("sale_opens_at", s.Now().Add(60*24*time.Hour).UTC().Format(time.RFC3339))},
+		{"ShowInThePast", func() map[string]any {
+			b := good()
+			b["starts_at"] = s.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+			b["sale_opens_at"] = s.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
+			return b
+		}()},
+		{"ShowTooFarAhead", with("starts_at", s.Now().AddDate(6, 0, 0).UTC().Format(time.RFC3339))},
 		{"BadMode", with("sale_mode", "auction")},
 		{"NoSections", with("sections", []section{})},
 		{"DuplicateSection", with("sections", []section{{"A", "t", 1, 1, 1}, {"A", "t", 1, 1, 1}})},

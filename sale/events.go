@@ -18,6 +18,15 @@ func (s *Service) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffic
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
+	// Dates the layout alone cannot judge: a show already begun would be
+	// on sale to nobody, one decades away is a typo.
+	now := s.now()
+	if !e.StartsAt.After(now) {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "starts_at must be in the future")
+	}
+	if e.StartsAt.After(now.AddDate(boxoffice.MaxYearsAhead, 0, 0)) {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "starts_at must be within %d years", boxoffice.MaxYearsAhead)
+	}
 	id, err := s.ids.NextID()
 	if err != nil {
 		return nil, err
