@@ -72,21 +72,33 @@ func ensureDemo(ctx context.Context, svc *sale.Service) (direct, queued *boxoffi
 	return direct, queued, err
 }
 
-func printWelcome(w io.Writer, base string, a *auth.Authenticator, demo, queued *boxoffice.Event) {
-	adminTok, _ := a.Issue("demo-admin", boxoffice.RoleAdmin, 7*24*time.Hour)
-	custTok, _ := a.Issue("demo-customer", "", 7*24*time.Hour)
+func printWelcome(w io.Writer, base string, a *auth.Authenticator, demo, queued *boxoffice.Event, tokens bool) {
+	adminTok, custTok := "$ADMIN_TOKEN", "$TOKEN"
 	fmt.Fprintf(w, "\nboxoffice is listening on %s\n", base)
 	fmt.Fprintf(w, "  API description: %s/openapi.json\n", base)
-	fmt.Fprintf(w, "  admin token    (demo-admin, 7 days):    %s\n", adminTok)
-	fmt.Fprintf(w, "  customer token (demo-customer, 7 days): %s\n", custTok)
+	if tokens {
+		adminTok, _ = a.Issue("demo-admin", boxoffice.RoleAdmin, 7*24*time.Hour)
+		custTok, _ = a.Issue("demo-customer", "", 7*24*time.Hour)
+		fmt.Fprintf(w, "  admin token    (demo-admin, 7 days):    %s\n", adminTok)
+		fmt.Fprintf(w, "  customer token (demo-customer, 7 days): %s\n", custTok)
+	} else {
+		// A production server's output goes to logs: a token there would be
+		// a credential for whoever reads them.
+		fmt.Fprintf(w, "  no tokens printed (a shared store or a public address): make them with\n")
+		fmt.Fprintf(w, "  boxoffice token --sub NAME [--role admin] (with the same BOXOFFICE_AUTH_SECRET)\n")
+	}
 	if demo != nil {
 		fmt.Fprintf(w, "  demo event %s: %q, %d seats, seat map at %s/events/%s/seats\n", demo.ID, demo.Name, demo.SeatCount(), base, demo.ID)
-		fmt.Fprintf(w, "\nHold a seat:\n  curl -si -X POST %s/bookings/reserve -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Idempotency-Key: demo-1' -d '{\"event_id\":\"%s\",\"seat_ids\":[\"Floor-A-1\"]}'\n",
+		fmt.Fprintf(w, "\nHold a seat:\n  curl -si -X POST %s/bookings/reserve -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -H 'Idempotency-Key: demo-1' -d '{\"event_id\":\"%s\",\"seat_ids\":[\"Floor-A-1\"]}'\n",
 			base, custTok, demo.ID)
 	}
 	if queued != nil {
-		fmt.Fprintf(w, "\nFlash sale (queued) %s: %q, sale opens %s; a reserve answers 202 with a queue position:\n  curl -s -X POST %s/bookings/reserve -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -H 'Idempotency-Key: flash-1' -d '{\"event_id\":\"%s\",\"seat_ids\":[\"Floor-A-1\"]}'\n",
+		fmt.Fprintf(w, "\nFlash sale (queued) %s: %q, sale opens %s; a reserve answers 202 with a queue position:\n  curl -s -X POST %s/bookings/reserve -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -H 'Idempotency-Key: flash-1' -d '{\"event_id\":\"%s\",\"seat_ids\":[\"Floor-A-1\"]}'\n",
 			queued.ID, queued.Name, queued.SaleOpensAt.UTC().Format(time.RFC3339), base, custTok, queued.ID)
+	}
+	if !tokens {
+		fmt.Fprintf(w, "\nIn a browser: %s/app/ (sign in with a token)\n\n", base)
+		return
 	}
 	// The token rides in the fragment, which browsers never send to a
 	// server: the page reads it, keeps it and takes it out of the address.

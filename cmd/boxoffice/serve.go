@@ -76,7 +76,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	srv.RegisterOnShutdown(api.CloseStreams)
 	base := "http://" + ln.Addr().String()
-	printWelcome(stdout, base, a, demo, queuedDemo)
+	// Sign-in tokens are printed for the embedded default on this machine
+	// alone: a server on a shared store or a public address logs its
+	// output, where a token is a credential.
+	printWelcome(stdout, base, a, demo, queuedDemo, c.Postgres == "" && isLoopback(ln.Addr()))
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -235,4 +238,10 @@ func withMetrics(c config, api *httpapi.Server, h http.Handler) http.Handler {
 	mux.Handle("GET /metrics", m.Handler())
 	mux.Handle("/", h)
 	return mux
+}
+
+// isLoopback reports whether addr listens on a loopback address only.
+func isLoopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
