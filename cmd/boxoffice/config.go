@@ -23,6 +23,7 @@ type config struct {
 	MaxSeats       int
 	NodeID         int
 	Demo           bool
+	PrintTokens    bool
 	SlowPayment    time.Duration
 	LogLevel       string
 	Workers        int
@@ -59,6 +60,7 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.MaxSeats, "max-seats-per-request", 10, "cap on the seats of one reserve request")
 	fs.IntVar(&c.NodeID, "node-id", 0, "a fixed Snowflake node id (0-1023), unique per process sharing a database; unset with --postgres: leased from PostgreSQL")
 	fs.BoolVar(&c.Demo, "demo", true, "create a demo event when the store has no events")
+	fs.BoolVar(&c.PrintTokens, "print-tokens", true, "print sign-in tokens at start (only ever for the embedded store on a loopback address)")
 	fs.DurationVar(&c.SlowPayment, "slow-payment", 3*time.Second, "how long the test token tok_slow takes")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.Workers, "workers", 1, "booking workers draining the flash-sale queue in this process (0: none; see boxoffice worker)")

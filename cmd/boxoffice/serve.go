@@ -79,7 +79,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// Sign-in tokens are printed for the embedded default on this machine
 	// alone: a server on a shared store or a public address logs its
 	// output, where a token is a credential.
-	printWelcome(stdout, base, a, demo, queuedDemo, c.Postgres == "" && isLoopback(ln.Addr()))
+	printWelcome(stdout, base, a, demo, queuedDemo, c.PrintTokens && c.Postgres == "" && isLoopback(ln.Addr()))
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
