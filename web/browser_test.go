@@ -620,7 +620,7 @@ func TestBrowserResaleAndWaitlist(t *testing.T) {
 	sellerTab.waitJS(`!document.querySelector('[data-seat="Stalls-B-1"]')`, "the cancelled ticket gone")
 
 	waiter.waitText("#waitlist", "Seats offered to you")
-	waiter.waitText("#waitlist", "Stalls-B-1")
+	waiter.waitText("#waitlist", "Section Stalls, row B, seat 1")
 	waiter.screenshot("waitlist-offer")
 	waiter.click(`#waitlist a.button`)
 	waiter.waitJS(`location.pathname.startsWith('/app/checkout/')`, "checkout for the offer")

@@ -12,7 +12,15 @@ export class Problem extends Error {
     this.type = body && body.type;
     this.detail = (body && body.detail) || this.message;
     this.seats = (body && body.seats) || [];
+    this.errors = (body && body.errors) || null; // field by field, when the API lists them
   }
+}
+
+// transient reports whether an error may go away by itself: no answer at
+// all, a timeout, too many requests, or a server error. Pages retry these.
+export function transient(err) {
+  const s = err && err.status;
+  return s === 0 || s === 408 || s === 425 || s === 429 || (s >= 500 && s < 600) || (err && err.name === 'TypeError');
 }
 
 // serverOffset is server time minus local time in ms, learnt from the Date

@@ -4,7 +4,8 @@
 // stopped when the page is left.
 
 import * as session from './session.js';
-import { h, fill, Scope } from './ui.js';
+import { h, fill, Scope, friendly, duration, announce } from './ui.js';
+import { transient } from './api.js';
 import * as events from './pages/events.js';
 import * as eventPage from './pages/event.js';
 import * as checkout from './pages/checkout.js';
@@ -54,11 +55,15 @@ async function route() {
     fill(main, h('h1', {}, 'Page not found'), h('p', {}, h('a', { href: '/app/' }, 'See all events')));
     return;
   }
+  const here = scope;
   try {
     await page.render(main, params, scope, navigate);
+    if (retry.path === path && retry.attempt > 0) announce('Back online: the page is up to date.');
+    retry = { path, attempt: 0 };
   } catch (e) {
-    console.error(e);
-    fill(main, h('h1', {}, 'Something went wrong'), h('div', { class: 'notice bad', role: 'alert' }, e.detail || e.message || String(e)));
+    if (here !== scope || here.disposed) return; // the person moved on meanwhile
+    if (!(e && e.status !== undefined)) console.error(e); // a bug, not an answer of the API
+    failed(path, e, here);
   }
   // Move focus to the new page's heading, as a page load would, so that
   // keyboard and screen-reader users start at the top of the new content.
@@ -67,6 +72,44 @@ async function route() {
     h1.tabIndex = -1;
     h1.focus({ preventScroll: true });
   }
+}
+
+// A page that could not load tries again by itself, waiting longer each
+// time (2 s, 4 s, 8 s, … up to a minute), and offers a Retry button.
+const BACKOFF_MS = [2000, 4000, 8000, 15000, 30000, 60000];
+let retry = { path: '', attempt: 0 };
+
+function failed(path, e, here) {
+  if (retry.path !== path) retry = { path, attempt: 0 };
+  const status = e && e.status;
+  const again = transient(e) || status === undefined;
+  const title = status === 404 ? 'Not found' : status === 401 ? 'Please sign in' : again ? 'This page could not be loaded' : 'This page cannot be shown';
+  document.title = `${title} · boxoffice`;
+  const waitEl = h('p', { id: 'retry-wait', class: 'small muted' });
+  const retryBtn = h('button', { type: 'button', id: 'retry' }, 'Retry now');
+  retryBtn.addEventListener('click', () => { retry.attempt = 0; route(); });
+  const text = status === 404 ? `${friendly(e)} It may have been removed, or the link is wrong.` : friendly(e);
+  fill(main, h('div', { class: 'page-error', id: 'page-error' },
+    h('h1', {}, title),
+    h('div', { class: 'notice bad', role: 'alert', id: 'page-error-text' }, text),
+    again ? waitEl : null,
+    h('div', { class: 'row' },
+      retryBtn,
+      status === 401 ? h('a', { class: 'button secondary', href: '/app/signin' }, 'Sign in') : null,
+      h('a', { class: 'button secondary', href: '/app/' }, 'See all events'))));
+  if (!again) return;
+  const delay = BACKOFF_MS[Math.min(retry.attempt, BACKOFF_MS.length - 1)];
+  retry.attempt++;
+  const at = Date.now() + delay;
+  const show = () => {
+    const sec = Math.max(0, Math.ceil((at - Date.now()) / 1000));
+    fill(waitEl, sec >= 60 ? `Trying again by itself in ${duration(sec)}…` : `Trying again by itself in ${sec} second${sec === 1 ? '' : 's'}…`);
+  };
+  show();
+  here.interval(show, 1000);
+  here.timeout(() => { if (!here.disposed) route(); }, delay);
+  // Back online: no need to wait for the timer.
+  here.on(window, 'online', () => { if (!here.disposed) route(); });
 }
 
 function markNav(path) {

@@ -3,7 +3,7 @@
 
 import * as api from '../api.js';
 import { buildVenue, indexOf, seat } from '../venue.js';
-import { h, fill, when, money, duration, announce, showError, busy, clock } from '../ui.js';
+import { h, fill, when, money, duration, announce, showError, busy, clockShort } from '../ui.js';
 import { ticketCard } from './tickets.js';
 
 // The countdown is read out at these many seconds left (and when it ends);
@@ -38,6 +38,15 @@ export async function render(main, [id], scope, navigate) {
   const err = h('div', { class: 'notice', id: 'pay-error' });
   const payBtn = h('button', { type: 'submit', id: 'pay' }, `Pay ${money(b.amount_cents)}`);
   const releaseBtn = h('button', { type: 'button', class: 'danger', id: 'release' }, 'Give the seats back');
+  // The hold's countdown sits right above Pay (and, on a phone, stays on
+  // screen with it), so nobody pays blind to the clock.
+  const holdPay = h('div', { class: 'hold-pay', id: 'hold-pay' },
+    h('div', { class: 'hold' },
+      h('span', { id: 'hold-h' }, h('strong', {}, 'Held for you')), timer,
+      h('span', { class: 'small muted' }, `Pay by ${clockShort(new Date(until))} or the seats go back on sale.`)),
+    timerSay,
+    h('div', { class: 'row' }, payBtn), err);
+  timer.setAttribute('aria-describedby', 'hold-h');
   const form = h('form', { class: 'card tokens', id: 'pay-form' },
     h('fieldset', {},
       h('legend', {}, 'Test card'),
@@ -45,23 +54,18 @@ export async function render(main, [id], scope, navigate) {
       api.TEST_TOKENS.map((t, k) => h('label', {},
         h('input', { type: 'radio', name: 'token', value: t.token, checked: k === 0, 'aria-describedby': `does-${t.token}` }),
         h('span', {}, h('strong', {}, `${t.label} `, h('code', { class: 'small' }, t.token)), h('span', { id: `does-${t.token}`, class: 'small' }, t.does))))),
-    h('div', { class: 'row' }, payBtn, releaseBtn), err);
+    holdPay,
+    h('div', { class: 'row give-back' }, releaseBtn));
 
   const seats = b.seat_ids.map((sid) => seat(venue, indexOf(venue, sid)));
-  fill(main,
+  fill(main, h('div', { class: 'checkout' },
     h('h1', {}, 'Checkout'),
     h('p', { class: 'muted' }, `${ev.name} · ${ev.venue} · ${when(ev.starts_at)}`),
-    h('div', { class: 'grid-2' },
-      h('div', {},
-        h('section', { class: 'card', 'aria-labelledby': 'seats-h' },
-          h('h2', { id: 'seats-h' }, b.listing_id ? 'Your resale seat' : b.waitlist_entry_id ? 'Seats offered to you from the waitlist' : 'Your seats'),
-          h('ul', { class: 'selection' }, seats.map((s) => h('li', {}, `${s.section} · Row ${s.row} · Seat ${s.number}`, h('span', { class: 'small muted' }, b.listing_id ? 'resale' : `tier ${s.tier} · ${money(s.price)}`)))),
-          h('p', { class: 'total' }, `Total ${money(b.amount_cents)}`)),
-        form),
-      h('aside', { class: 'card', 'aria-labelledby': 'hold-h' },
-        h('h2', { id: 'hold-h' }, 'Held for you'),
-        timer, timerSay,
-        h('p', { class: 'small muted' }, `Until ${clock(new Date(until))}. Pay before then, or the seats go back on sale.`))));
+    h('section', { class: 'card', 'aria-labelledby': 'seats-h' },
+      h('h2', { id: 'seats-h' }, b.listing_id ? 'Your resale seat' : b.waitlist_entry_id ? 'Seats offered to you from the waitlist' : 'Your seats'),
+      h('ul', { class: 'selection' }, seats.map((s) => h('li', {}, `${s.section} · Row ${s.row} · Seat ${s.number}`, h('span', { class: 'small muted' }, b.listing_id ? 'resale' : `tier ${s.tier} · ${money(s.price)}`)))),
+      h('p', { class: 'total' }, `Total ${money(b.amount_cents)}`)),
+    form));
 
   let expired = false;
   const said = new Set();

@@ -7,10 +7,11 @@ import * as api from '../api.js';
 import * as session from '../session.js';
 import { buildVenue, decodeRuns, seat, indexOf, rowLabel, STATUS, STATUS_NAMES } from '../venue.js';
 import { SeatMap, COLOURS, describeSeat } from '../seatmap.js';
-import { h, fill, when, clock, count, money, duration, announce, showError, field, busy } from '../ui.js';
+import { h, fill, when, clock, count, money, duration, announce, showError, field, busy, friendly, seatName, seatNames, shortSeat, clockShort } from '../ui.js';
 
 const POLL_MS = 5000; // the seat map is cached for 10 s by default: poll at twice that rate
 const TAKEN_MS = 30000; // how long a seat we were refused stays greyed before the map catches up
+const MILESTONES = [300, 120, 60, 30, 10]; // a hold's countdown is read out at these seconds left
 
 export async function render(main, [id], scope, navigate) {
   const ev = await api.getEvent(id);
@@ -28,6 +29,7 @@ export async function render(main, [id], scope, navigate) {
   let listings = new Map(); // seat id → active listing
   let resalePick = null;
   let lastAttempt = null; // {body, key}: a retry after a network failure reuses the key
+  let held = null; // a booking of this browser's for this event, still held: {booking_id, seat_ids, amount_cents, held_until}
   let secSel, rowSel, seatSel, resaleList; // made with their sections below
 
   // --- layout ------------------------------------------------------------
@@ -48,6 +50,22 @@ export async function render(main, [id], scope, navigate) {
   const reserveErr = h('div', { class: 'notice', id: 'reserve-error' });
   const signHint = h('p', { class: 'small' });
   const resaleBox = h('div', { id: 'resale-pick' });
+  const heldBox = h('div', { id: 'held-here' });
+  // When the seat map cannot be refreshed: said plainly, above the map.
+  const staleBox = h('div', { class: 'notice warn map-stale', id: 'map-stale', role: 'status', hidden: true });
+
+  // The cart bar: on a phone it stays at the bottom of the screen with the
+  // picks, the total, the hold's countdown and the main action. cart.css
+  // shows it below 860 px only, where the "Your seats" card is screens
+  // away from the map.
+  const cartPicks = h('span', { class: 'cart-picks', id: 'cart-picks' });
+  const cartTotal = h('span', { class: 'cart-total', id: 'cart-total' });
+  const cartTimer = h('span', { class: 'cart-timer', id: 'cart-timer', role: 'timer', 'aria-live': 'off', hidden: true });
+  const cartBtn = h('button', { type: 'button', id: 'cart-action' });
+  const cartPay = h('a', { class: 'button', id: 'cart-continue', hidden: true }, 'Continue to payment');
+  const cart = h('section', { class: 'cartbar', id: 'cartbar', 'aria-label': 'Your seats and the next step', hidden: true },
+    h('div', { class: 'cart-info' }, cartPicks, h('span', { class: 'cart-line' }, cartTotal, cartTimer)),
+    h('div', { class: 'cart-actions' }, cartBtn, cartPay));
 
   const map = new SeatMap(canvas, venue, {
     onSeat: (i) => clickSeat(i),
@@ -75,23 +93,26 @@ export async function render(main, [id], scope, navigate) {
     h('span', { class: 'spacer' }),
     h('span', { class: 'row' }, h('label', { for: 'colour-by' }, 'Colours'), colourSel));
 
+  const mapWrap = h('div', { class: 'map-wrap' }, tools, canvas, tip, legend);
   fill(main,
     h('h1', {}, ev.name),
     h('p', { class: 'muted' }, `${ev.venue} · ${when(ev.starts_at)} · up to ${ev.ticket_limit} tickets each`),
     saleBox,
     h('div', { class: 'grid-2' },
       h('section', { 'aria-label': 'Seat map' },
-        h('div', { class: 'map-wrap' }, tools, canvas, tip, legend),
+        staleBox,
+        mapWrap,
         mapStatus),
       h('div', {},
         h('section', { class: 'card', 'aria-labelledby': 'pick-h' },
           h('h2', { id: 'pick-h' }, 'Your seats'),
           h('p', { class: 'small muted' }, `Click seats on the map (up to ${limit}), or use the forms below.`),
-          selList, totalEl, resaleBox, reserveBtn, signHint, reserveErr),
+          heldBox, selList, totalEl, resaleBox, reserveBtn, signHint, reserveErr),
         keyboardPicker(),
         bestAvailable(),
         resaleSection(),
-        waitlistSection())));
+        waitlistSection())),
+    cart);
 
   // --- sale state ----------------------------------------------------------
   function drawSale() {
@@ -132,28 +153,64 @@ export async function render(main, [id], scope, navigate) {
     return out;
   }
 
-  async function refresh() {
-    if (document.hidden) return; // nobody is looking: save the requests
+  // The map is refreshed every POLL_MS. When that fails the page says so
+  // plainly (the seats shown may be out of date, and since when), greys the
+  // map, and goes back to normal by itself at the first answer.
+  let lastGood = null; // when the map last matched the server
+  let failingSince = null;
+  let refreshing = false;
+  function stale(e) {
+    if (!failingSince) failingSince = new Date();
+    mapWrap.classList.add('stale');
+    const since = lastGood ? `since ${clock(lastGood)}` : 'yet';
+    fill(staleBox,
+      h('p', {}, h('strong', {}, lastGood ? `The seat map is out of date: it has not been updated since ${clock(lastGood)}.` : 'The seat map could not be loaded yet.'),
+        ' Seats shown as free may already be taken. ', api.transient(e) ? 'The box office is not answering; this page keeps trying by itself.' : friendly(e)),
+      h('button', { type: 'button', class: 'secondary', id: 'map-retry', onclick: () => refresh(true) }, 'Try now'));
+    if (staleBox.hidden) announce(`The seat map is out of date ${since}.`);
+    staleBox.hidden = false;
+    mapStatus.textContent = lastGood ? `Seats as of ${clock(lastGood)}, not up to date.` : 'The seats are not loaded yet.';
+  }
+  function fresh() {
+    lastGood = new Date();
+    if (!failingSince) return;
+    failingSince = null;
+    mapWrap.classList.remove('stale');
+    staleBox.hidden = true;
+    fill(staleBox);
+    announce('The seat map is up to date again.');
+  }
+
+  async function refresh(force) {
+    if (document.hidden && force !== true) return; // nobody is looking: save the requests
+    if (refreshing) return;
+    refreshing = true;
+    try { await refreshOnce(); } finally { refreshing = false; }
+  }
+
+  async function refreshOnce() {
     let got;
     try {
       got = await api.availability(id, etag);
     } catch (e) {
-      mapStatus.textContent = `Could not update the seats (${e.detail || e.message}); trying again.`;
+      if (scope.disposed) return;
+      stale(e);
       return;
     }
+    if (scope.disposed) return;
     if (got) {
       etag = got.etag;
       try {
         statuses = decodeRuns(got.data.runs, venue.seatCount);
-      } catch (e) {
-        mapStatus.textContent = `The seat map could not be read: ${e.message}`;
+      } catch {
+        stale({ status: 500, code: 'internal', detail: 'The seat map could not be read.' });
         return;
       }
       // Seats picked that someone else has taken in the meantime.
       const gone = [...selected].filter((i) => statuses[i] !== STATUS.available);
       for (const i of gone) selected.delete(i);
       if (gone.length) {
-        const names = gone.map((i) => seat(venue, i).id).join(', ');
+        const names = seatNames(gone.map((i) => seat(venue, i).id));
         showError(reserveErr, `${names} ${gone.length === 1 ? 'was' : 'were'} just taken by someone else and ${gone.length === 1 ? 'has' : 'have'} been removed from your picks.`);
         drawSelection();
       }
@@ -162,6 +219,7 @@ export async function render(main, [id], scope, navigate) {
       drawResale();
       refreshPicker();
     }
+    fresh();
     const overrides = taken.size; // effective() drops the lapsed ones
     const shown = effective();
     if (got || overrides) map.update(shown, selected); // a 304 with nothing of ours to show changes nothing
@@ -185,6 +243,7 @@ export async function render(main, [id], scope, navigate) {
   await refresh();
   scope.interval(refresh, POLL_MS);
   scope.on(document, 'visibilitychange', () => { if (!document.hidden) refresh(); });
+  scope.on(window, 'online', () => refresh(true));
 
   // --- picking -------------------------------------------------------------
   function clickSeat(i) {
@@ -192,7 +251,7 @@ export async function render(main, [id], scope, navigate) {
     const st = shownStatus(i);
     if (st === STATUS.resale) {
       const l = listings.get(s.id);
-      if (!l) { announce(`${s.id} is on resale; its listing is loading.`); return; }
+      if (!l) { announce(`${seatName(s.id)} is on resale; its listing is loading.`); return; }
       pickResale(l);
       return;
     }
@@ -231,14 +290,14 @@ export async function render(main, [id], scope, navigate) {
       const s = seat(venue, i);
       return h('li', {},
         h('span', {}, `${s.section} · Row ${s.row} · Seat ${s.number}`, h('br'), h('span', { class: 'small muted' }, `${s.tier} · ${money(s.price)}`)),
-        h('button', { type: 'button', class: 'secondary', 'aria-label': `Remove ${s.id}`, onclick: () => toggle(i) }, 'Remove'));
+        h('button', { type: 'button', class: 'secondary', 'aria-label': `Remove ${seatName(s.id)}`, onclick: () => toggle(i) }, 'Remove'));
     });
     fill(selList, items.length ? items : h('li', { class: 'muted' }, 'No seats picked yet.'));
     fill(totalEl, selected.size ? `${selected.size} seat${selected.size === 1 ? '' : 's'} · ${money(total())}` : '');
     reserveBtn.hidden = selected.size === 0;
     fill(signHint, selected.size && !session.token() ? ['You will need to ', h('a', { href: '/app/signin' }, 'sign in'), ' to reserve.'] : '');
+    drawCart();
   }
-  drawSelection();
 
   function pickResale(l) {
     selected.clear();
@@ -246,10 +305,11 @@ export async function render(main, [id], scope, navigate) {
     drawSelection();
     resalePick = l;
     drawResalePick();
-    announce(`Resale seat ${l.seat_id} for ${money(l.price_cents)} picked.`);
+    announce(`Resale seat picked: ${seatName(l.seat_id)}, ${money(l.price_cents)}.`);
   }
 
   function drawResalePick() {
+    drawCart();
     if (!resalePick) { fill(resaleBox); return; }
     const l = resalePick;
     fill(resaleBox, h('div', { class: 'notice' },
@@ -258,10 +318,118 @@ export async function render(main, [id], scope, navigate) {
       h('button', { type: 'button', id: 'buy-resale', onclick: (e) => buyListing(l, e.currentTarget) }, 'Buy this resale seat')));
   }
 
+  // --- the cart bar, and seats already held here ------------------------------
+  function drawCart() {
+    const n = selected.size;
+    let has = false;
+    if (resalePick) {
+      has = true;
+      fill(cartPicks, `Resale: ${shortSeat(resalePick.seat_id)}`);
+      fill(cartTotal, money(resalePick.price_cents));
+      fill(cartBtn, 'Buy this seat');
+      cartBtn.setAttribute('aria-label', `Buy the resale seat ${seatName(resalePick.seat_id)} for ${money(resalePick.price_cents)}`);
+      cartBtn.hidden = false;
+    } else if (n) {
+      has = true;
+      const ids = [...selected].sort((a, b) => a - b).map((i) => seat(venue, i).id);
+      const shown = ids.slice(0, 3).map(shortSeat).join(', ') + (ids.length > 3 ? ` +${ids.length - 3}` : '');
+      fill(cartPicks, `${n} seat${n === 1 ? '' : 's'}: ${shown}`);
+      fill(cartTotal, money(total()));
+      fill(cartBtn, queued ? 'Join the queue' : 'Reserve');
+      cartBtn.setAttribute('aria-label', `${queued ? 'Join the queue for' : 'Reserve'} ${n} seat${n === 1 ? '' : 's'}, ${money(total())}: ${seatNames(ids)}`);
+      cartBtn.hidden = false;
+    } else if (held) {
+      has = true;
+      const k = held.seat_ids.length;
+      fill(cartPicks, `Held: ${k} seat${k === 1 ? '' : 's'}: ${held.seat_ids.slice(0, 3).map(shortSeat).join(', ')}${k > 3 ? ` +${k - 3}` : ''}`);
+      fill(cartTotal, money(held.amount_cents));
+      cartBtn.hidden = true;
+    } else {
+      cartBtn.hidden = true;
+    }
+    cartBtn.disabled = reserveBtn.disabled && !resalePick;
+    cartPay.hidden = !held;
+    cartTimer.hidden = !held;
+    if (held) {
+      cartPay.href = `/app/checkout/${held.booking_id}`;
+      fill(cartPay, n || resalePick ? 'Pay for held seats' : 'Continue to payment');
+    }
+    cart.hidden = !has && !held;
+  }
+
+  // A hold this browser made for this event (remembered per tab when the
+  // seats were held) and not yet paid: the bar counts it down and offers to
+  // continue to payment.
+  async function findHold() {
+    if (!session.token()) return;
+    const ids = [];
+    for (let k = 0; k < sessionStorage.length; k++) {
+      const m = /^bo:booking:(\d+)$/.exec(sessionStorage.key(k) || '');
+      if (!m) continue;
+      let v = null;
+      try { v = JSON.parse(sessionStorage.getItem(sessionStorage.key(k))); } catch { /* ignore */ }
+      if (v && String(v.event_id) === String(id)) ids.push(m[1]);
+    }
+    ids.sort((a, b) => Number(b) - Number(a)); // the newest first
+    for (const bid of ids.slice(0, 5)) {
+      let b;
+      try { b = await api.getBooking(bid); } catch { continue; }
+      if (scope.disposed) return;
+      if (b.status === 'pending' && Date.parse(b.held_until) > api.serverNow()) {
+        held = b;
+        break;
+      }
+      if (b.status !== 'pending') sessionStorage.removeItem(`bo:booking:${bid}`);
+    }
+    drawHeld();
+  }
+
+  const said = new Set();
+  function drawHeld() {
+    if (!held) { fill(heldBox); drawCart(); return; }
+    const left = (Date.parse(held.held_until) - api.serverNow()) / 1000;
+    if (left <= 0) {
+      held = null;
+      announce('Your hold has run out: those seats went back on sale.');
+      fill(heldBox, h('div', { class: 'notice warn', role: 'status' }, 'Your hold ran out and those seats went back on sale.'));
+      drawCart();
+      return;
+    }
+    const t = duration(left);
+    fill(cartTimer, `${t} left`);
+    cartTimer.setAttribute('aria-label', `Time left to pay for your held seats: ${t}`);
+    cartTimer.classList.toggle('low', left < 60);
+    for (const m of MILESTONES) {
+      if (left <= m && left > m - 5 && !said.has(m)) {
+        said.add(m);
+        announce(m >= 60 ? `${m / 60} minute${m === 60 ? '' : 's'} left to pay for your held seats.` : `${m} seconds left to pay for your held seats.`);
+      }
+    }
+    if (!heldBox.firstChild) {
+      fill(heldBox, h('div', { class: 'notice good', role: 'status' },
+        h('p', {}, h('strong', {}, 'Held for you: '), seatNames(held.seat_ids), ` · ${money(held.amount_cents)}`),
+        h('p', {}, `Pay by ${clockShort(new Date(Date.parse(held.held_until)))} or the seats go back on sale.`),
+        h('a', { class: 'button', href: `/app/checkout/${held.booking_id}` }, 'Continue to payment')));
+    }
+    drawCart();
+  }
+  scope.interval(() => { if (held) drawHeld(); }, 1000);
+  drawSelection();
+  findHold().catch(() => { /* the bar just shows no hold */ });
+
   // --- reserving -----------------------------------------------------------
-  scope.on(reserveBtn, 'click', () => {
+  function reserveSelected(btn) {
     const seatIds = [...selected].sort((a, b) => a - b).map((i) => seat(venue, i).id);
-    return busy(reserveBtn, queued ? 'Joining the queue…' : 'Holding your seats…', () => doReserve({ event_id: id, seat_ids: seatIds }, seatIds.length));
+    if (!seatIds.length) return null;
+    return busy(btn, queued ? 'Joining the queue…' : 'Holding your seats…', () => doReserve({ event_id: id, seat_ids: seatIds }, seatIds.length));
+  }
+  scope.on(reserveBtn, 'click', () => reserveSelected(reserveBtn));
+  scope.on(cartBtn, 'click', () => {
+    if (resalePick) return buyListing(resalePick, cartBtn);
+    const p = reserveSelected(cartBtn);
+    // The answer (an error) is in the card: bring it into view.
+    if (p) p.then(() => { if (reserveErr.textContent && location.pathname.startsWith('/app/events/')) reserveErr.scrollIntoView({ block: 'center' }); });
+    return p;
   });
 
   function buyListing(l, btn) {
@@ -310,7 +478,7 @@ export async function render(main, [id], scope, navigate) {
       }
       drawSelection();
       map.update(effective(), selected);
-      const list = ids.join(', ');
+      const list = seatNames(ids);
       showError(reserveErr, body.listing_id
         ? 'Someone else is buying that resale seat right now. Pick another one.'
         : `Sorry: ${list || 'a seat you picked'} ${ids.length === 1 ? 'was' : 'were'} just taken by someone else. ${ids.length === 1 ? 'It is' : 'They are'} now greyed out on the map; please pick other seats.`);
@@ -419,7 +587,7 @@ export async function render(main, [id], scope, navigate) {
     const ls = [...listings.values()];
     fill(resaleList, ls.length ? ls.map((l) => h('li', {},
       h('span', {}, `${l.section} · Row ${l.row} · Seat ${l.number}`, h('br'), h('span', { class: 'small muted' }, `${money(l.price_cents)} (face ${money(l.face_value_cents)})`)),
-      h('button', { type: 'button', class: 'secondary', 'aria-label': `Buy resale seat ${l.seat_id} for ${money(l.price_cents)}`, onclick: (e) => buyListing(l, e.currentTarget) }, 'Buy')))
+      h('button', { type: 'button', class: 'secondary', 'aria-label': `Buy resale seat: ${seatName(l.seat_id)}, ${money(l.price_cents)}`, onclick: (e) => buyListing(l, e.currentTarget) }, 'Buy')))
       : h('li', { class: 'muted' }, 'No tickets on resale right now.'));
   }
 

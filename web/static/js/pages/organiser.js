@@ -6,7 +6,7 @@ import * as api from '../api.js';
 import * as session from '../session.js';
 import { buildVenue, decodeRuns } from '../venue.js';
 import { SeatMap, COLOURS } from '../seatmap.js';
-import { h, fill, when, clock, count, duration, showError, field, busy } from '../ui.js';
+import { h, fill, when, clock, count, duration, showError, field, busy, friendly, words, fieldOf, problemErrors } from '../ui.js';
 
 const STATS_MS = 2000;
 const HISTORY = 150; // samples kept for the chart: five minutes at one every 2 s
@@ -116,8 +116,59 @@ async function create(main, scope, navigate) {
       h('div', { class: 'map-wrap' }, preview)),
     h('div', { class: 'row' }, submit), err);
 
+  // Errors are said next to the field they are about, in words (never the
+  // API's field names), and summed up under the button.
+  const inputOf = (apiField) => {
+    const m = /^sections\[(\d+)\]\.(\w+)$/.exec(apiField || '');
+    if (m) {
+      const r = sections[Number(m[1])];
+      return r && { name: r.name, price_tier: r.tier, price_cents: r.price, rows: r.rows, seats_per_row: r.per }[m[2]];
+    }
+    return { name: f.name, venue: f.venue, starts_at: f.starts, sale_opens_at: f.opens, sale_mode: f.mode, ticket_limit: f.limit,
+      refund_cutoff_hours: f.cutoff, resale_cap_percent: f.cap }[apiField];
+  };
+  function clearErrors() {
+    for (const el of form.querySelectorAll('.field-error')) el.remove();
+    for (const el of form.querySelectorAll('[aria-invalid]')) {
+      el.removeAttribute('aria-invalid');
+      const d = (el.getAttribute('aria-describedby') || '').split(' ').filter((x) => x && !x.endsWith('-err')).join(' ');
+      if (d) el.setAttribute('aria-describedby', d); else el.removeAttribute('aria-describedby');
+    }
+    fill(err);
+    err.className = 'notice';
+  }
+  function markField(input, text) {
+    if (!input || input.getAttribute('aria-invalid') === 'true') return;
+    input.setAttribute('aria-invalid', 'true');
+    const note = h('p', { class: 'field-error', id: `${input.id}-err` }, text);
+    input.after(note);
+    input.setAttribute('aria-describedby', `${input.getAttribute('aria-describedby') || ''} ${note.id}`.trim());
+  }
+  function showProblems(list) { // [{input, text}]
+    for (const p of list) markField(p.input, p.text);
+    showError(err, list.length === 1 ? list[0].text : `Please fix these: ${list.map((p) => p.text).join(' ')}`);
+    const first = list.find((p) => p.input);
+    if (first) first.input.focus();
+  }
+  // checkDates refuses what the server would refuse, and a show in the past,
+  // before anything is sent.
+  function checkDates() {
+    const out = [];
+    const now = api.serverNow();
+    const starts = Date.parse(f.starts.value), opens = Date.parse(f.opens.value);
+    if (Number.isNaN(starts)) out.push({ input: f.starts, text: 'Please say when the show starts.' });
+    else if (starts <= now) out.push({ input: f.starts, text: `The show cannot start in the past: pick a date and time after ${when(new Date(now).toISOString())}.` });
+    if (Number.isNaN(opens)) out.push({ input: f.opens, text: 'Please say when the sale opens.' });
+    else if (!Number.isNaN(starts) && opens >= starts) out.push({ input: f.opens, text: 'The sale must open before the show starts.' });
+    return out;
+  }
+  for (const inp2 of [f.starts, f.opens]) inp2.addEventListener('change', () => { if (inp2.getAttribute('aria-invalid')) { clearErrors(); const bad = checkDates(); if (bad.length) showProblems(bad); } });
+
   form.addEventListener('submit', (e) => {
     e.preventDefault();
+    clearErrors();
+    const bad = checkDates();
+    if (bad.length) { showProblems(bad); return; }
     const body = {
       name: f.name.value.trim(), venue: f.venue.value.trim(),
       starts_at: new Date(f.starts.value).toISOString().replace('.000Z', 'Z'),
@@ -130,7 +181,14 @@ async function create(main, scope, navigate) {
       try {
         const ev = await api.createEvent(body);
         navigate(`/app/organiser/events/${ev.event_id}`);
-      } catch (x) { showError(err, x); }
+      } catch (x) {
+        // The API's problem names fields ("sale_opens_at must be before
+        // starts_at"): say it in words, next to the field it is about.
+        const listed = problemErrors(x);
+        const list = listed.length ? listed.map((p) => ({ input: inputOf(p.field), text: p.text }))
+          : [{ input: inputOf(fieldOf(x.detail || '')), text: x.code === 'invalid' ? words(x.detail || x.message) : friendly(x) }];
+        showProblems(list);
+      }
     });
   });
 
@@ -139,7 +197,15 @@ async function create(main, scope, navigate) {
     h('section', { 'aria-labelledby': 'watch-h' }, h('h2', { id: 'watch-h' }, 'Watch a sale'), eventsList),
     h('h2', {}, 'Create an event'), form);
   changed(true);
-  const { events } = await api.listEvents();
+  let events;
+  try {
+    ({ events } = await api.listEvents());
+  } catch (x) {
+    // The form works without the list; the list comes back with a reload.
+    fill(eventsList, h('li', {}, h('span', { class: 'muted' }, `The list of sales could not be loaded. ${friendly(x)} `),
+      h('button', { type: 'button', class: 'secondary', onclick: () => navigate('/app/organiser', { replace: true }) }, 'Retry')));
+    return;
+  }
   fill(eventsList, events.length ? events.map((e) => h('li', {}, h('a', { href: `/app/organiser/events/${e.event_id}` }, e.name), h('span', { class: 'small muted' }, ` · ${e.sale_mode} · ${count(e.seat_count)} seats · ${when(e.starts_at)}`)))
     : h('li', { class: 'muted' }, 'No events yet.'));
 }

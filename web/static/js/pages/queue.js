@@ -4,13 +4,13 @@
 // the request is turned down.
 
 import * as api from '../api.js';
-import { h, fill, count, roughly, duration, announce, showError, busy, field } from '../ui.js';
+import { h, fill, count, roughly, duration, announce, showError, busy, field, words, seatNames } from '../ui.js';
 
 const REASONS = {
   seat_taken: 'The seats you asked for went to people ahead of you in the queue.',
-  limit_exceeded: 'You have reached the ticket limit for this event.',
+  limit_exceeded: 'You have reached the ticket limit for this event: you cannot buy more seats for it.',
   sale_not_open: 'The sale is over.',
-  sold_out: 'Sold out: every seat is taken. Join the waitlist to hear when seats come back.',
+  sold_out: 'Sold out: every seat of the kind you asked for is taken.',
   invalid: 'The request could not be served as asked.',
 };
 const ANNOUNCE_MS = 15000; // read the position out at most this often
@@ -29,13 +29,14 @@ export async function render(main, [id], scope, navigate) {
   const live = h('div', { class: 'sr-only', 'aria-live': 'polite', id: 'queue-live' });
   const conn = h('p', { class: 'small muted', id: 'queue-conn' });
   const outcome = h('div', { id: 'queue-outcome' });
+  const keepOpen = h('p', { class: 'small muted', id: 'queue-keep-open' }, 'Keep this page open: it moves on by itself when your turn comes. Leaving and coming back keeps your place.');
   fill(main,
     h('h1', {}, 'Waiting room'),
     h('p', { class: 'muted' }, `${ev.name} · ${ev.venue}`),
     h('section', { class: 'card', 'aria-labelledby': 'q-h' },
       heading,
       big, line, bar, wait, live, conn,
-      h('p', { class: 'small muted' }, 'Keep this page open: it moves on by itself when your turn comes. Leaving and coming back keeps your place.')),
+      keepOpen),
     askedFor(asked),
     outcome);
 
@@ -102,8 +103,11 @@ export async function render(main, [id], scope, navigate) {
   function rejected(t) {
     fill(big, '—');
     bar.value = 0;
-    fill(line, 'Your request could not be served.');
+    fill(line, 'Your request could not be served. Your turn has passed, so there is nothing more to wait for.');
     fill(wait);
+    fill(conn);
+    // No more waiting: say what to do next instead of "keep this page open".
+    fill(keepOpen, 'What next: join the waitlist below to be offered seats that come back, or go back to the seat map and pick other seats.');
     const msg = h('div', { class: 'notice' });
     const qty = h('select', { id: 'wl-qty' }, Array.from({ length: Math.min(ev.ticket_limit, 10) }, (_, k) => h('option', { value: String(k + 1) }, String(k + 1))));
     qty.value = String(Math.min((asked && asked.quantity) || 1, ev.ticket_limit, 10));
@@ -116,10 +120,17 @@ export async function render(main, [id], scope, navigate) {
     }));
     fill(outcome, h('section', { class: 'card', 'aria-labelledby': 'rej-h' },
       h('h2', { id: 'rej-h' }, 'No seats this time'),
-      h('div', { class: 'notice bad', role: 'alert', id: 'queue-rejected' }, REASONS[t.reason] || t.message || 'The request was turned down.'),
-      h('p', {}, 'Join the waitlist and you will be offered seats that come back (unpaid holds, cancellations) in the order people joined.'),
-      h('div', { class: 'row' }, field('Seats wanted', qty), join),
-      h('p', {}, h('a', { href: `/app/events/${t.event_id}` }, 'Or pick other seats')),
+      h('div', { class: 'notice bad', role: 'alert', id: 'queue-rejected' }, REASONS[t.reason] || (t.message ? words(t.message) : 'The request was turned down.')),
+      t.reason === 'limit_exceeded'
+        ? h('p', {}, 'You already hold or own as many tickets as this event allows each person. ', h('a', { href: '/app/tickets' }, 'See my tickets'), '.')
+        : [
+          h('h3', {}, 'Join the waitlist'),
+          h('p', {}, 'You will be offered seats that come back (unpaid holds, cancellations), in the order people joined.'),
+          h('div', { class: 'row' }, field('Seats wanted', qty), join),
+          h('h3', {}, 'Or try other seats'),
+          h('p', {}, 'Other seats may still be free: pick them on the seat map, or ask for the best available.'),
+          h('p', {}, h('a', { class: 'button secondary', id: 'try-other-seats', href: `/app/events/${t.event_id}` }, 'Pick other seats')),
+        ],
       msg));
     announce('Your request could not be served. You can join the waitlist.');
   }
@@ -139,12 +150,12 @@ export async function render(main, [id], scope, navigate) {
     if (t.status === 'held' || t.status === 'rejected') es.close();
   });
   es.addEventListener('error', (e) => {
-    if (e.data) { fill(conn, 'The queue is briefly unreachable; still trying…'); return; } // the server's "error" event
+    if (e.data) { fill(conn, 'The queue is briefly unreachable; still trying. Your place is kept.'); return; } // the server's "error" event
     if (es.readyState === EventSource.CLOSED) {
       fill(conn, 'Live updates unavailable; checking every few seconds.');
       poll();
     } else {
-      fill(conn, 'Reconnecting…');
+      fill(conn, 'Reconnecting… your place is kept.');
     }
   });
   // The pre-queue countdown moves every second by itself.
@@ -155,7 +166,7 @@ export async function render(main, [id], scope, navigate) {
     if (polling) return;
     polling = true;
     scope.interval(async () => {
-      try { show(await api.queueStatus(id)); } catch (err) { fill(conn, `Could not check: ${err.detail || err.message}`); }
+      try { show(await api.queueStatus(id)); } catch (err) { fill(conn, api.transient(err) ? 'The queue cannot be reached right now; still trying. Your place is kept.' : `Could not check: ${words(err.detail || err.message)}`); }
     }, 3000);
   }
 }
@@ -166,7 +177,7 @@ function askedFor(asked) {
   if (!asked || !asked.body) return null;
   const b = asked.body;
   let what;
-  if (b.seat_ids) what = b.seat_ids.join(', ');
+  if (b.seat_ids) what = seatNames(b.seat_ids);
   else if (b.best_available) {
     const ba = b.best_available;
     what = `the best ${ba.quantity} seat${ba.quantity === 1 ? '' : 's'} side by side${ba.section ? ` in ${ba.section}` : ba.price_tier ? ` in tier ${ba.price_tier}` : ''}`;

@@ -4,7 +4,9 @@
 
 import * as api from '../api.js';
 import * as session from '../session.js';
-import { h, fill, when, money, showError, busy, field, announce } from '../ui.js';
+import { h, fill, when, money, showError, busy, field, announce, seatName, words } from '../ui.js';
+
+const LISTING_STATUS = { active: 'on sale', sold: 'sold', withdrawn: 'withdrawn', cancelled: 'cancelled' };
 
 // ticketCard renders one ticket: seat, code and QR (fetched with the token).
 export function ticketCard(t, actions = null) {
@@ -14,7 +16,7 @@ export function ticketCard(t, actions = null) {
     api.ticketQR(t.ticket_id).then((url) => {
       img.addEventListener('load', () => URL.revokeObjectURL(url), { once: true });
       img.src = url;
-    }).catch((e) => { img.hidden = true; qrErr.textContent = `QR code unavailable: ${e.detail || e.message}`; });
+    }).catch(() => { img.hidden = true; qrErr.textContent = 'The QR code could not be loaded: reload the page to try again. The code above works at the door too.'; });
   } else {
     img.hidden = true;
   }
@@ -24,7 +26,7 @@ export function ticketCard(t, actions = null) {
     img, qrErr,
     h('p', {}, 'Code ', h('span', { class: 'code' }, t.code || '—'),
       t.checked_in_at ? h('span', { class: 'badge good' }, ` checked in ${when(t.checked_in_at)}`) : null,
-      t.status && t.status !== 'valid' ? h('span', { class: 'badge bad' }, ` ${t.void_reason || t.status}`) : null),
+      t.status && t.status !== 'valid' ? h('span', { class: 'badge bad' }, ` ${words(t.void_reason || t.status).replace(/\.$/, '')}`) : null),
     actions);
 }
 
@@ -65,11 +67,11 @@ export async function render(main, _params, scope) {
     fill(listEl, groups.length ? groups : h('p', { class: 'muted' }, 'No tickets yet. ', h('a', { href: '/app/' }, 'Find an event'), '.'));
     fill(listingsEl, listings.length ? h('table', {},
       h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Seat'), h('th', { scope: 'col' }, 'Price'), h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col' }, 'Listed'))),
-      h('tbody', {}, listings.map((l) => h('tr', {}, h('td', {}, l.seat_id), h('td', {}, money(l.price_cents)), h('td', {}, l.status), h('td', {}, when(l.created_at))))))
+      h('tbody', {}, listings.map((l) => h('tr', { 'data-listing-seat': l.seat_id }, h('td', {}, seatName(l.seat_id)), h('td', {}, money(l.price_cents)), h('td', {}, LISTING_STATUS[l.status] || l.status), h('td', {}, when(l.created_at))))))
       : h('p', { class: 'muted' }, 'None.'));
     fill(payoutsEl, payouts.length ? h('ul', {}, payouts.map((p) => {
       const l = listings.find((x) => x.listing_id === p.listing_id);
-      return h('li', {}, `${money(p.amount_cents)} for ${l ? `seat ${l.seat_id}` : 'a resold ticket'}, ${when(p.created_at)}${p.status ? ` (${p.status})` : ''}`);
+      return h('li', {}, `${money(p.amount_cents)} for ${l ? seatName(l.seat_id) : 'a resold ticket'}, ${when(p.created_at)}${p.status ? ` (${p.status})` : ''}`);
     }))
       : h('p', { class: 'muted' }, 'Nothing owed to you yet. When a ticket you listed sells, the payout shows here.'));
   }

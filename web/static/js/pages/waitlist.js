@@ -4,7 +4,7 @@
 
 import * as api from '../api.js';
 import * as session from '../session.js';
-import { h, fill, when, clock, money, count, announce, showError, busy } from '../ui.js';
+import { h, fill, when, clock, money, count, announce, showError, busy, seatNames } from '../ui.js';
 
 const LABEL = {
   waiting: ['In line', 'warn'],
@@ -58,7 +58,7 @@ export async function render(main, _params, scope, navigate) {
       h('p', { class: 'seat' }, h('a', { href: `/app/events/${e.event_id}` }, names.get(e.event_id))),
       h('p', {}, h('span', { class: `badge ${kind}` }, label)),
       h('p', { class: 'small' }, `${e.quantity} seat${e.quantity === 1 ? '' : 's'}`,
-        e.section ? ` in ${e.section}` : e.price_tier ? ` in tier ${e.price_tier}` : ' anywhere',
+        e.section ? ` in section ${e.section}` : e.price_tier ? ` in price tier ${e.price_tier}` : ' anywhere',
         ` · joined ${when(e.joined_at)}`),
     ];
     if (e.status === 'waiting') parts.push(h('p', {}, e.ahead ? `${count(e.ahead)} ahead of you.` : 'You are first in line.'));
@@ -68,9 +68,10 @@ export async function render(main, _params, scope, navigate) {
       decline.addEventListener('click', () => busy(decline, 'Declining…', async () => {
         try { await api.release(o.booking_id); } catch (x) { showError(err, x); }
       }));
-      parts.push(h('div', { class: 'notice good' },
-        h('p', {}, h('strong', {}, o.seat_ids.join(', ')), ` · ${money(o.amount_cents)}`),
-        h('p', {}, `Held for you until ${clock(new Date(o.held_until))}.`)),
+      const n = o.seat_ids.length;
+      parts.push(h('div', { class: 'notice good offer', 'data-seats': o.seat_ids.join(' ') },
+        h('p', {}, h('strong', { class: 'offer-seats' }, seatNames(o.seat_ids)), ` · ${n} seat${n === 1 ? '' : 's'} · ${money(o.amount_cents)}`),
+        h('p', {}, `Held for you until ${clock(new Date(o.held_until))}. Pay before then, or decline so the next person gets them.`)),
       h('div', { class: 'row' }, h('a', { class: 'button', href: `/app/checkout/${o.booking_id}` }, 'Pay for these seats'), decline));
     }
     if (e.status === 'waiting' || e.status === 'offered') {
