@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -185,11 +186,11 @@ func (e *Event) Validate() error {
 	if strings.TrimSpace(e.Name) == "" {
 		return bad("name is required")
 	}
-	if utf8.RuneCountInString(e.Name) > 200 || !utf8.ValidString(e.Name) {
-		return bad("name must be valid UTF-8 of at most 200 characters")
+	if utf8.RuneCountInString(e.Name) > 200 || !utf8.ValidString(e.Name) || strings.ContainsFunc(e.Name, unicode.IsControl) {
+		return bad("name must be valid UTF-8 of at most 200 characters, without control characters")
 	}
-	if utf8.RuneCountInString(e.Venue) > 200 || !utf8.ValidString(e.Venue) {
-		return bad("venue must be valid UTF-8 of at most 200 characters")
+	if utf8.RuneCountInString(e.Venue) > 200 || !utf8.ValidString(e.Venue) || strings.ContainsFunc(e.Venue, unicode.IsControl) {
+		return bad("venue must be valid UTF-8 of at most 200 characters, without control characters")
 	}
 	if e.StartsAt.IsZero() {
 		return bad("starts_at is required")

@@ -280,6 +280,8 @@ func testWaitlistInput(t *testing.T, s *Stack) {
 		{"MissingKey", map[string]any{"quantity": 1}, 400},
 		{"QuantityTooLarge", map[string]any{"quantity": 99, "idempotency_key": "q"}, 400},
 		{"NegativeQuantity", map[string]any{"quantity": -1, "idempotency_key": "q"}, 400},
+		{"ZeroQuantity", map[string]any{"quantity": 0, "idempotency_key": "q"}, 400},
+		{"FieldNameCase", map[string]any{"QUANTITY": 2, "idempotency_key": "q"}, 400},
 		{"UnknownSection", map[string]any{"section": "Z", "idempotency_key": "q"}, 400},
 		{"UnknownField", map[string]any{"vip": true, "idempotency_key": "q"}, 400},
 		{"Malformed", `{"quantity":`, 400},

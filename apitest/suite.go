@@ -38,6 +38,7 @@ func run(t *testing.T, newStack func(t *testing.T) *Stack, pick func(name string
 		fn   func(t *testing.T, s *Stack)
 	}{
 		{"EventsCreateListGet", testEvents},
+		{"HTTPHygiene", testHTTPHygiene},
 		{"BadLayoutRefusedAndNothingWritten", testBadLayouts},
 		{"BadReserveInputRefusedAndNothingWritten", testBadReserve},
 		{"ReserveConfirmHappyPath", testHappyPath},
@@ -195,6 +196,9 @@ func testBadLayouts(t *testing.T, s *Stack) {
 		{"Empty", ``},
 		{"TrailingData", `{"name":"x"} {}`},
 		{"UnknownField", with("colour", "red")},
+		{"FieldNameCase", func() map[string]any { b := good(); b["Name"] = b["name"]; delete(b, "name"); return b }()},
+		{"NULInName", with("name", "Show\x00time")},
+		{"ControlInVenue", with("venue", "Hall\x1b[31m")},
 		{"WrongType", with("sections", "many")},
 		{"NoName", with("name", "")},
 		{"BadTime", with("starts_at", "tomorrow")},
@@ -258,6 +262,9 @@ func testBadReserve(t *testing.T, s *Stack) {
 		{"TooManySeats", map[string]any{"event_id": ev, "seat_ids": []string{"A-A-1", "A-A-2", "A-A-3", "A-A-4", "A-A-5", "A-A-6", "A-A-7", "A-A-8", "A-A-9"}, "idempotency_key": "k"}, 422, nil},
 		{"UnknownField", map[string]any{"event_id": ev, "seat_ids": []string{"A-A-1"}, "idempotency_key": "k", "vip": true}, 400, nil},
 		{"KeyTooLong", map[string]any{"event_id": ev, "seat_ids": []string{"A-A-1"}, "idempotency_key": strings.Repeat("k", 300)}, 400, nil},
+		// Field names are exact: encoding/json alone would take these.
+		{"FieldNameCase", map[string]any{"EVENT_ID": ev, "Seat_IDs": []string{"A-A-3"}, "idempotency_key": "k"}, 400, nil},
+		{"NestedFieldNameCase", map[string]any{"event_id": ev, "best_available": map[string]any{"Quantity": 1}, "idempotency_key": "k"}, 400, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -894,4 +901,24 @@ func (s *Stack) soldOnce(t testing.TB, eventID string) []string {
 		seen[seat] = true
 	}
 	return sold
+}
+
+// Every answer says nosniff; a path's methods are in Allow, OPTIONS
+// included; no socket address or Go internals reach a problem's detail.
+func testHTTPHygiene(t *testing.T, s *Stack) {
+	anon := s.anonymous(t)
+	for _, path := range []string{"/events", "/events/1", "/no/such/path", "/openapi.json"} {
+		if r := anon.do("GET", path, nil); r.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: %d without nosniff", path, r.Status)
+		}
+	}
+	r := anon.do("OPTIONS", "/events", nil)
+	if r.Status != http.StatusNoContent || r.Header.Get("Allow") != "GET, POST, HEAD" {
+		t.Errorf("OPTIONS /events: %d, Allow %q; want 204 and GET, POST, HEAD", r.Status, r.Header.Get("Allow"))
+	}
+	r = anon.do("PUT", "/bookings/1", nil)
+	if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "GET, DELETE, HEAD" {
+		t.Errorf("PUT /bookings/1: %d, Allow %q; want 405 and GET, DELETE, HEAD", r.Status, r.Header.Get("Allow"))
+	}
+	r.problem(t)
 }

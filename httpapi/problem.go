@@ -48,12 +48,14 @@ var problems = map[string]problemKind{
 	boxoffice.EINTERNAL:        {http.StatusInternalServerError, "internal", "Internal error"},
 	codeMethod:                 {http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"},
 	codeUnsupported:            {http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"},
+	codeTimeout:                {http.StatusRequestTimeout, "request-timeout", "Request timeout"},
 }
 
 // HTTP-only codes, for what never reaches the domain.
 const (
 	codeMethod      = "method_not_allowed"
 	codeUnsupported = "unsupported_media_type"
+	codeTimeout     = "request_timeout"
 )
 
 // retryAfter is what a 503 or an in-flight 409 tells the client to wait.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,8 +70,17 @@ func New(svc *sale.Service, seats *seatmap.Cache, a *auth.Authenticator, log *sl
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such endpoint"))
 	})
-	s.handler = s.recoverer(methodNotAllowed(mux))
+	s.handler = noSniff(s.recoverer(methodNotAllowed(mux)))
 	return s
+}
+
+// noSniff tells browsers to take every answer for the type it says: a
+// JSON body never runs as a script or a page.
+func noSniff(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Routes is the route table.
@@ -198,14 +208,25 @@ func methodNotAllowed(mux *http.ServeMux) http.Handler {
 		if _, pattern := mux.Handler(r); pattern == "/" {
 			// Only the catch-all matched: an unknown path, or a known path
 			// with another method. Probe the methods we serve to tell which.
+			var allow []string
 			for _, m := range []string{"GET", "POST", "DELETE"} {
 				probe := r.Clone(r.Context())
 				probe.Method = m
 				if _, p := mux.Handler(probe); p != "" && p != "/" {
-					w.Header().Set("Allow", m)
-					writeError(w, r, slog.Default(), &boxoffice.Error{Code: codeMethod, Message: r.Method + " is not allowed here"})
+					allow = append(allow, m)
+				}
+			}
+			if len(allow) > 0 {
+				if slices.Contains(allow, "GET") {
+					allow = append(allow, "HEAD")
+				}
+				w.Header().Set("Allow", strings.Join(allow, ", "))
+				if r.Method == http.MethodOptions {
+					w.WriteHeader(http.StatusNoContent)
 					return
 				}
+				writeError(w, r, slog.Default(), &boxoffice.Error{Code: codeMethod, Message: r.Method + " is not allowed here"})
+				return
 			}
 		}
 		mux.ServeHTTP(w, r)

@@ -11,7 +11,7 @@ import (
 type joinRequest struct {
 	Section        string `json:"section"`
 	PriceTier      string `json:"price_tier"`
-	Quantity       int    `json:"quantity"`
+	Quantity       *int   `json:"quantity"` // absent: 1; present, at least 1
 	IdempotencyKey string `json:"idempotency_key"`
 }
 
@@ -28,8 +28,14 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request, u boxoffic
 	if err != nil {
 		return err
 	}
+	quantity := 1
+	if q.Quantity != nil {
+		if quantity = *q.Quantity; quantity < 1 {
+			return boxoffice.Errorf(boxoffice.EINVALID, "quantity must be at least 1")
+		}
+	}
 	v, err := s.svc.JoinWaitlist(r.Context(), u, sale.JoinRequest{EventID: id, Section: q.Section, PriceTier: q.PriceTier,
-		Quantity: q.Quantity, IdempotencyKey: key})
+		Quantity: quantity, IdempotencyKey: key})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -91,9 +92,10 @@ func (u *UI) AssetPrefix() string { return Prefix + assetsDir + u.version + "/" 
 
 // ServeHTTP serves /app/ and everything under it.
 func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		problem(w, r, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "method_not_allowed", r.Method+" is not allowed here")
 		return
 	}
 	p := r.URL.Path
@@ -110,12 +112,12 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	version, name, _ := strings.Cut(rest, "/")
 	name = path.Clean("/" + name)[1:]
 	if name == "" || name == "index.html" {
-		http.NotFound(w, r)
+		notFound(w, r)
 		return
 	}
 	b, err := fs.ReadFile(u.files, name)
 	if err != nil {
-		http.NotFound(w, r)
+		notFound(w, r)
 		return
 	}
 	h := w.Header()
@@ -189,4 +191,20 @@ func wantsHTML(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	problem(w, r, http.StatusNotFound, "not-found", "Not found", "not_found", "no such file of the app")
+}
+
+// problem answers an error as the API does (httpapi.Problem:
+// application/problem+json), so that a client sees one error format
+// under /app/ too.
+func problem(w http.ResponseWriter, r *http.Request, status int, slug, title, code, detail string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "urn:boxoffice:problem:" + slug, "title": title,
+		"status": status, "detail": detail, "instance": r.URL.Path, "code": code})
 }

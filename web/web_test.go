@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"io"
 	"io/fs"
 	"net/http"
@@ -175,5 +176,32 @@ func TestMount(t *testing.T) {
 	h.ServeHTTP(w, r)
 	if w.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST /app/: %d, want 405", w.Code)
+	}
+}
+
+// The app's own errors are problems, as the API's are, and every answer
+// says nosniff.
+func TestAppErrorsAreProblems(t *testing.T) {
+	ui := New()
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/app/assets/" + ui.Version() + "/no-such.js", http.StatusNotFound},
+		{"POST", "/app/", http.StatusMethodNotAllowed},
+	} {
+		w := httptest.NewRecorder()
+		ui.ServeHTTP(w, httptest.NewRequest(tc.method, tc.path, nil))
+		var p struct {
+			Status int    `json:"status"`
+			Code   string `json:"code"`
+		}
+		if w.Code != tc.status || w.Header().Get("Content-Type") != "application/problem+json" ||
+			json.Unmarshal(w.Body.Bytes(), &p) != nil || p.Status != tc.status || p.Code == "" {
+			t.Errorf("%s %s: %d %q %s", tc.method, tc.path, w.Code, w.Header().Get("Content-Type"), w.Body)
+		}
+		if w.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s %s: no nosniff", tc.method, tc.path)
+		}
 	}
 }
