@@ -525,6 +525,34 @@ func testResaleCheckIn(t *testing.T, s *Stack) {
 	if r := buyer.list(fresh.TicketID, 3000); r.Status != http.StatusConflict {
 		t.Errorf("listing a used ticket: %d, want 409", r.Status)
 	}
+	// Scoped tokens: staff of one event admit at its doors and read its
+	// tickets; unscoped staff read no ticket; an organiser of another
+	// event sees none of this one's stats.
+	mine, theirs := s.scoped(t, "door-ev", boxoffice.RoleStaff, ev), s.scoped(t, "door-else", boxoffice.RoleStaff, elsewhere)
+	if r := theirs.do("POST", "/checkin", map[string]any{"code": fresh.Code, "event_id": ev}); r.Status != http.StatusForbidden {
+		t.Errorf("staff of another event at this door: %d, want 403", r.Status)
+	}
+	if r := theirs.checkIn(fresh.Code); r.Status != http.StatusConflict {
+		t.Errorf("staff of another event, no event named (their own is taken): %d %s, want 409", r.Status, r.Body)
+	}
+	if r := mine.checkIn(fresh.Code); r.Status != http.StatusConflict || r.problem(t).Code != boxoffice.ECHECKEDIN {
+		t.Errorf("this event's staff, no event named: %d %s, want 409 already-checked-in", r.Status, r.Body)
+	}
+	for who, c := range map[string]*client{"this event's staff": mine, "unscoped staff": door, "another event's staff": theirs} {
+		want := http.StatusNotFound
+		if c == mine {
+			want = http.StatusOK
+		}
+		if r := c.do("GET", "/tickets/"+fresh.TicketID, nil); r.Status != want {
+			t.Errorf("%s reading a ticket: %d, want %d", who, r.Status, want)
+		}
+	}
+	if r := s.scoped(t, "org-else", "admin", elsewhere).do("GET", "/events/"+ev+"/stats", nil); r.Status != http.StatusNotFound {
+		t.Errorf("an organiser of another event reading this one's stats: %d, want 404", r.Status)
+	}
+	if r := s.scoped(t, "org-ev", "admin", ev).do("GET", "/events/"+ev+"/stats", nil); r.Status != http.StatusOK {
+		t.Errorf("this event's organiser reading its stats: %d, want 200", r.Status)
+	}
 	// Concurrent scans of one code: one admission.
 	other := seller.buy(ev, "C-A-2").Tickets[0]
 	var ok atomic.Int32

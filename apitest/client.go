@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/httpapi"
 )
 
@@ -23,6 +24,16 @@ type client struct {
 
 func (s *Stack) client(t testing.TB, sub, role string) *client {
 	return &client{t: t, base: s.URL, token: s.Token(t, sub, role), hc: sharedHTTP}
+}
+
+// scoped is a client whose token covers only these events (the events
+// claim: an organiser or venue staff of those events alone).
+func (s *Stack) scoped(t testing.TB, sub, role string, events ...string) *client {
+	ids := make([]boxoffice.ID, len(events))
+	for i, e := range events {
+		ids[i] = parseID(t, e)
+	}
+	return &client{t: t, base: s.URL, token: s.Token(t, sub, role, ids...), hc: sharedHTTP}
 }
 
 func (s *Stack) anonymous(t testing.TB) *client {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/httpapi"
 )
 
 // The flash-sale queue, over HTTP: 202 tickets, outcomes, the storm, the
@@ -680,4 +682,90 @@ func deref(p *int) any {
 		return nil
 	}
 	return *p
+}
+
+// One user holds at most DefaultStreamsPerUser live streams (429 past
+// it; a closed one frees its place), and a stream ends when the token it
+// was opened with expires.
+func testStreamLimits(t *testing.T, s *Stack) {
+	needQueue(t, s)
+	ev := s.queuedEvent(t, -time.Minute)
+	fan := s.client(t, "streamer", "")
+	q, r := fan.enqueue(ev, "sse-limit", "A-A-6") // no worker: it stays queued, its streams stay open
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("enqueue: %d %s", r.Status, r.Body)
+	}
+	open := func(token string) (*http.Response, error) {
+		req, _ := http.NewRequest("GET", s.URL+q.EventsURL+"?access_token="+token, nil)
+		return sharedHTTP.Do(req)
+	}
+	var streams []*http.Response
+	defer func() {
+		for _, st := range streams {
+			st.Body.Close()
+		}
+	}()
+	for i := range httpapi.DefaultStreamsPerUser {
+		resp, err := open(fan.token)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %v %v", i+1, resp, err)
+		}
+		streams = append(streams, resp)
+	}
+	resp, err := open(fan.token)
+	if err != nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("one stream too many: %v %v, want 429 with Retry-After", resp, err)
+	}
+	resp.Body.Close()
+	streams[0].Body.Close()
+	streams = streams[1:]
+	deadline := time.Now().Add(10 * time.Second) // the server sees the close at its next write
+	for {
+		resp, err := open(fan.token)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			streams = append(streams, resp)
+			break
+		}
+		if err == nil {
+			resp.Body.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed stream's place never came back: %v %v", resp, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// A token about to expire: its stream ends with it.
+	short, err := s.Auth.Issue("streamer", "", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range streams {
+		st.Body.Close() // room for one more
+	}
+	streams = nil
+	var brief *http.Response
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if brief, err = open(short); err == nil && brief.StatusCode == http.StatusOK {
+			break
+		}
+		if err == nil {
+			brief.Body.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no stream with the short token: %v %v", brief, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer brief.Body.Close()
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, brief.Body); ended <- err }()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Errorf("the stream broke instead of ending: %v", err)
+		}
+	case <-time.After(30 * time.Second): // a bound on the wait, not a measurement
+		t.Error("the stream outlived its token by half a minute")
+	}
 }

@@ -216,9 +216,9 @@ func (s *Stack) StartWorkers(t testing.TB, n int) (stop func()) {
 }
 
 // Token returns a bearer token for sub with role.
-func (s *Stack) Token(t testing.TB, sub, role string) string {
+func (s *Stack) Token(t testing.TB, sub, role string, events ...boxoffice.ID) string {
 	t.Helper()
-	tok, err := s.Auth.Issue(sub, role, time.Hour)
+	tok, err := s.Auth.IssueScoped(sub, role, time.Hour, events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,7 @@ func run(t *testing.T, newStack func(t *testing.T) *Stack, pick func(name string
 		{"QueueWaitEstimate", testWaitEstimate},
 		{"QueueSoldOutSaidAtOnce", testQueueSoldOut},
 		{"QueueStream", testQueueStream},
+		{"QueueStreamLimits", testStreamLimits},
 		{"QueuedBestAvailable", testQueuedBestAvailable},
 		{"QueuedBestAvailableBatch", testQueuedBestAvailableBatch},
 		{"WaitlistExpiryOffersInJoinOrder", testWaitlistExpiryOffersInJoinOrder},

@@ -19,6 +19,10 @@ import (
 	"github.com/boxoffice/boxoffice"
 )
 
+// ErrSecretExposed is LoadOrCreateSecret's warning that the secret's file
+// was readable by others (its mode is fixed; the secret is returned).
+var ErrSecretExposed = errors.New("auth: the secret's file was readable by others")
+
 // MinSecretLen is the shortest secret accepted: HS256 wants 32 bytes.
 const MinSecretLen = 32
 
@@ -26,6 +30,30 @@ const MinSecretLen = 32
 type Authenticator struct {
 	secret []byte
 	now    func() time.Time
+	opts   Options
+}
+
+// Options are what a token must say besides its signature and expiry,
+// for a service behind an identity provider that issues tokens for
+// several services.
+type Options struct {
+	// Audience and Issuer, when set, must be the token's aud (one of them)
+	// and iss; the tokens Issue makes carry them.
+	Audience, Issuer string
+	// MaxLifetime bounds exp - iat (exp - now without iat): a token meant
+	// to live for decades is refused. Zero: DefaultMaxLifetime.
+	MaxLifetime time.Duration
+}
+
+// DefaultMaxLifetime is the longest a token may live unless configured.
+const DefaultMaxLifetime = 31 * 24 * time.Hour
+
+// Require sets what tokens must say (see Options); call it before use.
+func (a *Authenticator) Require(o Options) {
+	if o.MaxLifetime <= 0 {
+		o.MaxLifetime = DefaultMaxLifetime
+	}
+	a.opts = o
 }
 
 // New returns an Authenticator. now nil means time.Now.
@@ -36,25 +64,43 @@ func New(secret []byte, now func() time.Time) (*Authenticator, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Authenticator{secret: secret, now: now}, nil
+	return &Authenticator{secret: secret, now: now, opts: Options{MaxLifetime: DefaultMaxLifetime}}, nil
 }
 
 type claims struct {
 	Role string `json:"role,omitempty"`
+	// Events scopes an organiser's or staff token (boxoffice.User.Events).
+	Events []string `json:"events,omitempty"`
 	jwt.RegisteredClaims
 }
 
 // Issue signs a token for sub with role, valid for ttl.
 func (a *Authenticator) Issue(sub, role string, ttl time.Duration) (string, error) {
+	return a.IssueScoped(sub, role, ttl, nil)
+}
+
+// IssueScoped is Issue for a token scoped to events (an organiser or venue
+// staff of those events alone).
+func (a *Authenticator) IssueScoped(sub, role string, ttl time.Duration, events []boxoffice.ID) (string, error) {
 	if sub == "" || len(sub) > 128 {
 		return "", errors.New("auth: sub must be 1-128 bytes")
+	}
+	if ttl > a.opts.MaxLifetime {
+		return "", fmt.Errorf("auth: a token may live %s at most", a.opts.MaxLifetime)
 	}
 	now := a.now()
 	c := claims{Role: role, RegisteredClaims: jwt.RegisteredClaims{
 		Subject:   sub,
+		Issuer:    a.opts.Issuer,
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 	}}
+	if a.opts.Audience != "" {
+		c.Audience = jwt.ClaimStrings{a.opts.Audience}
+	}
+	for _, id := range events {
+		c.Events = append(c.Events, id.String())
+	}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.secret)
 }
 
@@ -62,34 +108,73 @@ func (a *Authenticator) Issue(sub, role string, ttl time.Duration) (string, erro
 // user it names. Any failure is an EUNAUTHORIZED *boxoffice.Error.
 func (a *Authenticator) Verify(token string) (boxoffice.User, error) {
 	var c claims
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.secret, nil },
+	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(), // an iat in the future is refused
 		jwt.WithTimeFunc(a.now),
-		jwt.WithLeeway(5*time.Second),
-	)
+		jwt.WithLeeway(5 * time.Second),
+	}
+	if a.opts.Audience != "" {
+		opts = append(opts, jwt.WithAudience(a.opts.Audience))
+	}
+	if a.opts.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(a.opts.Issuer))
+	}
+	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.secret, nil }, opts...)
 	if err != nil {
 		msg := "invalid token"
-		if errors.Is(err, jwt.ErrTokenExpired) {
+		switch {
+		case errors.Is(err, jwt.ErrTokenExpired):
 			msg = "token expired"
+		case errors.Is(err, jwt.ErrTokenInvalidAudience):
+			msg = "token for another audience"
+		case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+			msg = "token from another issuer"
+		case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+			msg = "token issued in the future"
 		}
 		return boxoffice.User{}, &boxoffice.Error{Code: boxoffice.EUNAUTHORIZED, Message: msg, Err: err}
 	}
 	if c.Subject == "" || len(c.Subject) > 128 {
 		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token has no valid sub")
 	}
-	return boxoffice.User{ID: c.Subject, Role: c.Role}, nil
+	from := a.now()
+	if c.IssuedAt != nil {
+		from = c.IssuedAt.Time
+	}
+	if c.ExpiresAt.Sub(from) > a.opts.MaxLifetime+5*time.Second {
+		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token lives longer than %s", a.opts.MaxLifetime)
+	}
+	u := boxoffice.User{ID: c.Subject, Role: c.Role, Expires: c.ExpiresAt.Time}
+	for _, e := range c.Events {
+		id, err := boxoffice.ParseID(e)
+		if err != nil {
+			return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token's events claim is not a list of event ids")
+		}
+		u.Events = append(u.Events, id)
+	}
+	return u, nil
 }
 
 // LoadOrCreateSecret returns the secret kept in dir/auth.secret, making a
 // random one the first time, so an embedded install keeps its tokens valid
-// across restarts without any set-up.
+// across restarts without any set-up. A file that others may read is
+// anyone's secret: its mode is set to 0600 first (ErrSecretExposed, with
+// the secret, says so), or, if that fails, it is refused.
 func LoadOrCreateSecret(dir string) ([]byte, error) {
 	path := filepath.Join(dir, "auth.secret")
+	var exposed error
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(path, 0o600); err != nil {
+			return nil, fmt.Errorf("auth: %s is readable by others (mode %v) and cannot be made private: %w", path, fi.Mode().Perm(), err)
+		}
+		exposed = fmt.Errorf("%w: %s was mode %v, now 0600; tokens signed with it may have leaked, consider a new secret", ErrSecretExposed, path, fi.Mode().Perm())
+	}
 	if b, err := os.ReadFile(path); err == nil {
 		s := strings.TrimSpace(string(b))
 		if len(s) >= MinSecretLen {
-			return []byte(s), nil
+			return []byte(s), exposed
 		}
 		return nil, fmt.Errorf("auth: %s holds a secret shorter than %d bytes", path, MinSecretLen)
 	} else if !errors.Is(err, os.ErrNotExist) {

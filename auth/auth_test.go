@@ -1,6 +1,9 @@
 package auth
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +58,76 @@ func TestSecretRules(t *testing.T) {
 	s2, err := LoadOrCreateSecret(dir)
 	if err != nil || string(s1) != string(s2) || len(s1) < MinSecretLen {
 		t.Fatalf("secret not kept across calls: %q %q %v", s1, s2, err)
+	}
+}
+
+// A secret file others may read is made private, and the caller told.
+func TestSecretFileReadableByOthers(t *testing.T) {
+	dir := t.TempDir()
+	s1, err := LoadOrCreateSecret(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "auth.secret")
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := LoadOrCreateSecret(dir)
+	if !errors.Is(err, ErrSecretExposed) || string(s2) != string(s1) {
+		t.Fatalf("a 0644 secret: %v (same secret: %v)", err, string(s2) == string(s1))
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode after: %v, want 0600", fi.Mode().Perm())
+	}
+	if _, err := LoadOrCreateSecret(dir); err != nil {
+		t.Errorf("the fixed file: %v", err)
+	}
+}
+
+// Audience, issuer, lifetime, iat and the events claim.
+func TestTokenClaims(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	a, _ := New([]byte(strings.Repeat("x", 40)), func() time.Time { return now })
+	other, _ := New([]byte(strings.Repeat("x", 40)), func() time.Time { return now })
+	other.Require(Options{Audience: "another-service", Issuer: "idp"})
+	a.Require(Options{Audience: "boxoffice", Issuer: "idp", MaxLifetime: 48 * time.Hour})
+	tok, err := a.IssueScoped("org", "admin", time.Hour, []boxoffice.ID{7, 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := a.Verify(tok)
+	if err != nil || u.ID != "org" || len(u.Events) != 2 || !u.InScope(9) || u.InScope(8) || !u.Expires.Equal(now.Add(time.Hour)) {
+		t.Fatalf("Verify: %+v %v", u, err)
+	}
+	foreign, _ := other.Issue("org", "admin", time.Hour)
+	if _, err := a.Verify(foreign); boxoffice.ErrorCode(err) != boxoffice.EUNAUTHORIZED {
+		t.Errorf("a token for another audience: %v", err)
+	}
+	if _, err := a.IssueScoped("org", "", 72*time.Hour, nil); err == nil {
+		t.Error("issued a token past the maximum lifetime")
+	}
+	sign := func(c jwt.MapClaims) string {
+		s, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(strings.Repeat("x", 40)))
+		return s
+	}
+	base := func() jwt.MapClaims {
+		return jwt.MapClaims{"sub": "u", "aud": "boxoffice", "iss": "idp", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+	}
+	for name, mod := range map[string]func(jwt.MapClaims){
+		"IssuedInTheFuture": func(c jwt.MapClaims) { c["iat"] = now.Add(365 * 24 * time.Hour).Unix() },
+		"FiftyYears":        func(c jwt.MapClaims) { c["exp"] = now.Add(50 * 365 * 24 * time.Hour).Unix() },
+		"NoIatFarExp":       func(c jwt.MapClaims) { delete(c, "iat"); c["exp"] = now.Add(30 * 24 * time.Hour).Unix() },
+		"OtherIssuer":       func(c jwt.MapClaims) { c["iss"] = "someone" },
+		"NoAudience":        func(c jwt.MapClaims) { delete(c, "aud") },
+		"BadEvents":         func(c jwt.MapClaims) { c["events"] = []string{"seven"} },
+	} {
+		c := base()
+		mod(c)
+		if _, err := a.Verify(sign(c)); boxoffice.ErrorCode(err) != boxoffice.EUNAUTHORIZED {
+			t.Errorf("%s: %v, want EUNAUTHORIZED", name, err)
+		}
+	}
+	if _, err := a.Verify(sign(base())); err != nil {
+		t.Errorf("a good token: %v", err)
 	}
 }

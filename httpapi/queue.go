@@ -65,7 +65,7 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, u boxoffice
 	if err != nil {
 		return err
 	}
-	return s.stream(w, r, id, func(ctx context.Context) (any, bool, error) {
+	return s.stream(w, r, u, id, func(ctx context.Context) (any, bool, error) {
 		t, err := s.svc.QueueStatus(ctx, u, id)
 		if err != nil {
 			return nil, false, err
@@ -78,11 +78,19 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, u boxoffice
 // read, while it changes and until it is final: the live channel of both
 // the queue and the waitlist. The first read's error is a problem+json
 // answer; later ones are "error" events while the stream keeps trying.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, id boxoffice.ID, read func(ctx context.Context) (v any, final bool, err error)) error {
+// Each user holds a bounded number of streams (429 past it), and a stream
+// ends when the token it was opened with expires (the client reconnects
+// with a fresh one).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, u boxoffice.User, id boxoffice.ID, read func(ctx context.Context) (v any, final bool, err error)) error {
 	v, final, err := read(r.Context())
 	if err != nil {
 		return err // before any byte: a problem+json answer
 	}
+	closeSlot, err := s.streams.open(u.ID)
+	if err != nil {
+		return err
+	}
+	defer closeSlot()
 	rc := http.NewResponseController(w)
 	// The server's WriteTimeout would cut the stream: this handler sets its
 	// own deadline for each write instead.
@@ -123,7 +131,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id boxoffice.ID,
 	defer poll.Stop()
 	beat := time.NewTicker(streamHeartbeat)
 	defer beat.Stop()
-	end := time.NewTimer(streamMax)
+	life := streamMax
+	if !u.Expires.IsZero() {
+		life = min(life, time.Until(u.Expires))
+	}
+	end := time.NewTimer(life)
 	defer end.Stop()
 	for {
 		if !send(v) || final {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -15,8 +16,9 @@ import (
 // Limits are the front door's rate limits. A zero rate turns a limit off.
 //
 // Per user: the state-changing requests (POST, DELETE) of one signed-in
-// user, whatever address they come from; polling (GET) is not limited, the
-// caches absorb it. Per address: every request from one remote address,
+// user, whatever address they come from; and, apart and more generously,
+// the user's reads (GET), so that a script cannot poll without end. Per
+// address: every request from one remote address,
 // off by default, since a whole campus or a load test may share one
 // address. Each process keeps its own buckets: behind a balancer over n
 // processes a user gets up to n times the rate, which is what a front-door
@@ -25,18 +27,78 @@ import (
 type Limits struct {
 	PerUser      rate.Limit
 	UserBurst    int
+	ReadsPerUser rate.Limit // burst: 4 times the rate
 	PerAddress   rate.Limit
 	AddressBurst int
+	// Streams caps the live status streams (SSE) of this process, and
+	// StreamsPerUser those of one user; past either the answer is 429.
+	// Zero: DefaultStreams, DefaultStreamsPerUser.
+	Streams, StreamsPerUser int
 }
+
+// Stream caps by default.
+const (
+	DefaultStreams        = 10_000
+	DefaultStreamsPerUser = 4
+)
 
 // SetLimits turns on the rate limits; call it before serving.
 func (s *Server) SetLimits(l Limits) {
 	if l.PerUser > 0 {
 		s.users = newLimiters(l.PerUser, max(l.UserBurst, 1))
 	}
+	if l.ReadsPerUser > 0 {
+		s.reads = newLimiters(l.ReadsPerUser, max(int(math.Ceil(float64(l.ReadsPerUser)*4)), 1))
+	}
 	if l.PerAddress > 0 {
 		s.addrs = newLimiters(l.PerAddress, max(l.AddressBurst, 1))
 	}
+	if l.Streams > 0 {
+		s.streams.max = l.Streams
+	}
+	if l.StreamsPerUser > 0 {
+		s.streams.perUser = l.StreamsPerUser
+	}
+}
+
+// streamCount counts the live streams of this process, by user.
+type streamCount struct {
+	mu           sync.Mutex
+	max, perUser int
+	total        int
+	byUser       map[string]int
+}
+
+// open takes a stream slot for user, or says why not.
+func (c *streamCount) open(user string) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	limit, perUser := c.max, c.perUser
+	if limit <= 0 {
+		limit = DefaultStreams
+	}
+	if perUser <= 0 {
+		perUser = DefaultStreamsPerUser
+	}
+	if c.total >= limit {
+		return nil, rateLimited(5*time.Second, "this server has as many live streams as it serves; poll the status instead, or retry shortly")
+	}
+	if c.byUser[user] >= perUser {
+		return nil, rateLimited(5*time.Second, fmt.Sprintf("you have %d live streams open already; close one, or poll the status", perUser))
+	}
+	if c.byUser == nil {
+		c.byUser = map[string]int{}
+	}
+	c.total++
+	c.byUser[user]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.total--
+		if c.byUser[user]--; c.byUser[user] <= 0 {
+			delete(c.byUser, user)
+		}
+	}, nil
 }
 
 // limiters is a token bucket per key, forgotten after a while idle.
@@ -101,9 +163,15 @@ func (s *Server) limit(r *http.Request, u boxoffice.User) error {
 			return rateLimited(wait, "too many requests from this address")
 		}
 	}
-	if s.users != nil && u.ID != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if s.users != nil && u.ID != "" && !read {
 		if ok, wait := s.users.allow(u.ID); !ok {
 			return rateLimited(wait, "too many requests; slow down")
+		}
+	}
+	if s.reads != nil && u.ID != "" && read {
+		if ok, wait := s.reads.allow(u.ID); !ok {
+			return rateLimited(wait, "too many reads; slow down")
 		}
 	}
 	return nil

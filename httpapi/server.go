@@ -36,6 +36,10 @@ type Server struct {
 	// users and addrs are the front door's rate limits (SetLimits); nil
 	// is off.
 	users, addrs *limiters
+	// reads limits each user's GETs (SetLimits); nil is off.
+	reads *limiters
+	// streams counts the live streams, capped by SetLimits' caps.
+	streams streamCount
 	// observer, if set, hears of every answered request (Observe).
 	observer RequestObserver
 	// layouts caches each event's encoded layout (immutable).

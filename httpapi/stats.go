@@ -28,10 +28,14 @@ type queueStats struct {
 }
 
 // eventStats serves the live numbers of an event's sale (organisers).
-func (s *Server) eventStats(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
+func (s *Server) eventStats(w http.ResponseWriter, r *http.Request, u boxoffice.User) error {
 	id, err := pathID(r, "event_id")
 	if err != nil {
 		return err
+	}
+	if !u.InScope(id) {
+		// An organiser's token for other events: as if there were none.
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "no event %s", id)
 	}
 	ev, err := s.svc.Event(r.Context(), id)
 	if err != nil {

@@ -101,8 +101,8 @@ func TestSeatMapAndStreamsUnavailable(t *testing.T) {
 	for _, rt := range []Route{
 		{"GET", "/events/{event_id}/seats", public, s.getSeats},
 		{"GET", "/events/{event_id}/availability", public, s.getAvailability},
-		{"GET", "/queue/{request_id}/events", public, func(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
-			return s.stream(w, r, 1, read)
+		{"GET", "/queue/{request_id}/events", public, func(w http.ResponseWriter, r *http.Request, u boxoffice.User) error {
+			return s.stream(w, r, u, 1, read)
 		}},
 	} {
 		mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))

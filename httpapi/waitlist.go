@@ -92,7 +92,7 @@ func (s *Server) waitlistEvents(w http.ResponseWriter, r *http.Request, u boxoff
 	if err != nil {
 		return err
 	}
-	return s.stream(w, r, id, func(ctx context.Context) (any, bool, error) {
+	return s.stream(w, r, u, id, func(ctx context.Context) (any, bool, error) {
 		v, err := s.svc.WaitlistEntry(ctx, u, id)
 		if err != nil {
 			return nil, false, err

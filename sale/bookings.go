@@ -50,9 +50,9 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 func (s *Service) Booking(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
 	b, err := s.store.Booking(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, noSuch("booking", err)
 	}
-	if b.UserID != u.ID && !u.IsAdmin() {
+	if b.UserID != u.ID && !(u.IsAdmin() && u.InScope(b.EventID)) {
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such booking")
 	}
 	return b, nil
@@ -63,7 +63,7 @@ func (s *Service) Booking(ctx context.Context, u boxoffice.User, id boxoffice.ID
 func (s *Service) ownBooking(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
 	b, err := s.store.Booking(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, noSuch("booking", err)
 	}
 	if b.UserID != u.ID {
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such booking")
@@ -104,4 +104,13 @@ func (s *Service) Release(ctx context.Context, u boxoffice.User, id boxoffice.ID
 	}
 	s.returnSeats(ctx, nb)
 	return nb, nil
+}
+
+// noSuch is a store's ENOTFOUND in the words used for someone else's
+// object, so that an answer never tells which ids exist.
+func noSuch(what string, err error) error {
+	if isCode(err, boxoffice.ENOTFOUND) {
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "no such %s", what)
+	}
+	return err
 }

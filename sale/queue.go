@@ -185,7 +185,7 @@ func (s *Service) QueueStatus(ctx context.Context, u boxoffice.User, id boxoffic
 	if err != nil {
 		return nil, err
 	}
-	if e.Request.UserID != u.ID && !u.IsAdmin() {
+	if e.Request.UserID != u.ID && !(u.IsAdmin() && u.InScope(e.Request.EventID)) {
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
 	}
 	return s.ticket(ctx, e)

@@ -55,10 +55,10 @@ func (s *Service) ListTicket(ctx context.Context, u boxoffice.User, req ListRequ
 		return nil, err
 	}
 	t, err := s.store.Ticket(ctx, req.TicketID)
-	if err != nil {
+	if err != nil && !isCode(err, boxoffice.ENOTFOUND) {
 		return nil, err
 	}
-	if t.UserID != u.ID || t.Status != boxoffice.TicketValid {
+	if err != nil || t.UserID != u.ID || t.Status != boxoffice.TicketValid {
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no valid ticket %s of yours", req.TicketID)
 	}
 	l, err := s.Layout(ctx, t.EventID)

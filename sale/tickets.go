@@ -37,14 +37,16 @@ func (s *Service) MyTickets(ctx context.Context, u boxoffice.User) ([]MyTicketVi
 	return out, nil
 }
 
-// Ticket returns one ticket to its owner (or an organiser or venue
-// staff); anyone else gets ENOTFOUND.
+// Ticket returns one ticket to its owner, or to an organiser or venue
+// staff whose token covers its event (User.Oversees: unscoped staff see
+// the result of a scan, not every ticket's code); anyone else gets
+// ENOTFOUND.
 func (s *Service) Ticket(ctx context.Context, u boxoffice.User, id boxoffice.ID) (MyTicketView, error) {
 	t, err := s.store.Ticket(ctx, id)
 	if err != nil {
-		return MyTicketView{}, err
+		return MyTicketView{}, noSuch("ticket", err)
 	}
-	if t.UserID != u.ID && !u.CanCheckIn() {
+	if t.UserID != u.ID && !u.Oversees(t.EventID) {
 		return MyTicketView{}, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such ticket")
 	}
 	return s.myTicket(ctx, t)
@@ -69,6 +71,17 @@ func (s *Service) myTicket(ctx context.Context, t *boxoffice.Ticket) (MyTicketVi
 func (s *Service) CheckIn(ctx context.Context, u boxoffice.User, eventID boxoffice.ID, code string) (MyTicketView, error) {
 	if !u.CanCheckIn() {
 		return MyTicketView{}, boxoffice.Errorf(boxoffice.EFORBIDDEN, "venue staff only")
+	}
+	if u.Scoped() {
+		// A token for some events admits at their doors only.
+		switch {
+		case eventID == 0 && len(u.Events) == 1:
+			eventID = u.Events[0]
+		case eventID == 0:
+			return MyTicketView{}, boxoffice.Errorf(boxoffice.EFORBIDDEN, "this token covers several events: name the event being checked in")
+		case !u.InScope(eventID):
+			return MyTicketView{}, boxoffice.Errorf(boxoffice.EFORBIDDEN, "this token does not cover event %s", eventID)
+		}
 	}
 	if code == "" || len(code) > 64 {
 		return MyTicketView{}, boxoffice.Errorf(boxoffice.EINVALID, "code must be 1-64 characters")

@@ -128,9 +128,9 @@ type createdEntry struct {
 func (s *Service) WaitlistEntry(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*WaitlistView, error) {
 	e, err := s.store.WaitlistEntry(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, noSuch("waitlist entry", err)
 	}
-	if e.UserID != u.ID && !u.IsAdmin() {
+	if e.UserID != u.ID && !(u.IsAdmin() && u.InScope(e.EventID)) {
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such waitlist entry")
 	}
 	return s.waitlistView(ctx, e)
@@ -159,7 +159,7 @@ func (s *Service) MyWaitlist(ctx context.Context, u boxoffice.User) ([]*Waitlist
 func (s *Service) LeaveWaitlist(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*WaitlistView, error) {
 	e, err := s.store.WaitlistEntry(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, noSuch("waitlist entry", err)
 	}
 	if e.UserID != u.ID {
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no such waitlist entry")

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/boxoffice/boxoffice/auth"
 	"io"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ type config struct {
 	RateAddrBurst  int
 	Metrics        bool
 	AuthSecret     string // only from the environment: never a flag, never printed
+	Auth           auth.Options
+	MaxStreams     int
+	StreamsPerUser int
+	ReadsPerUser   float64
 }
 
 // newServeFlagSet declares the server flags, bound to c.
@@ -60,6 +65,12 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.MaxSeats, "max-seats-per-request", 10, "cap on the seats of one reserve request")
 	fs.IntVar(&c.NodeID, "node-id", 0, "a fixed Snowflake node id (0-1023), unique per process sharing a database; unset with --postgres: leased from PostgreSQL")
 	fs.BoolVar(&c.Demo, "demo", true, "create a demo event when the store has no events")
+	fs.StringVar(&c.Auth.Audience, "auth-audience", "", "the aud a token must carry (checked when set; boxoffice token puts it in)")
+	fs.StringVar(&c.Auth.Issuer, "auth-issuer", "", "the iss a token must carry (checked when set; boxoffice token puts it in)")
+	fs.DurationVar(&c.Auth.MaxLifetime, "auth-max-lifetime", auth.DefaultMaxLifetime, "the longest a token may live (exp - iat); longer ones are refused")
+	fs.IntVar(&c.MaxStreams, "max-streams", 10000, "live status streams (SSE) this process serves at once; past it 429")
+	fs.IntVar(&c.StreamsPerUser, "streams-per-user", 4, "live status streams one user may hold open at once; past it 429")
+	fs.Float64Var(&c.ReadsPerUser, "rate-reads-per-user", 50, "reads (GET) per second per user; their burst is 4 times this (0: unlimited)")
 	fs.BoolVar(&c.PrintTokens, "print-tokens", true, "print sign-in tokens at start (only ever for the embedded store on a loopback address)")
 	fs.DurationVar(&c.SlowPayment, "slow-payment", 3*time.Second, "how long the test token tok_slow takes")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")

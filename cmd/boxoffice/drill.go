@@ -213,7 +213,7 @@ func drillAuth(secret, dataDir string) (*auth.Authenticator, error) {
 			return nil, fmt.Errorf("give --auth-secret (or BOXOFFICE_AUTH_SECRET): no secret in %s (%w)", dataDir, err)
 		}
 	}
-	return authenticator(secret, dataDir)
+	return authenticator(secret, dataDir, auth.Options{}, nil)
 }
 
 // shape describes the parts under drill, for the report.

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boxoffice/boxoffice/auth"
 )
 
 // TestMain lets the test binary play the boxoffice binary: the crash tests
@@ -136,7 +138,7 @@ func TestKillNineLosesNoConfirmedBooking(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := startServer(t, dir)
-	a, err := authenticator("", dir) // the secret the server keeps in --data
+	a, err := authenticator("", dir, auth.Options{}, nil) // the secret the server keeps in --data
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +276,7 @@ func TestTokenCommand(t *testing.T) {
 	if err := run(context.Background(), []string{"token", "--sub", "u1", "--role", "admin"}, func(k string) string { return env[k] }, &out, &errb); err != nil {
 		t.Fatal(err, errb.String())
 	}
-	a, err := authenticator(env["BOXOFFICE_AUTH_SECRET"], "")
+	a, err := authenticator(env["BOXOFFICE_AUTH_SECRET"], "", auth.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

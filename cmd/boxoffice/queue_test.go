@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boxoffice/boxoffice/auth"
 )
 
 // queueClient drives the queue of a running server.
@@ -155,7 +157,7 @@ func TestEmbeddedQueueSurvivesKillNine(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := startServer(t, dir, "--workers", "0")
-	a, err := authenticator("", dir)
+	a, err := authenticator("", dir, auth.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +189,7 @@ func TestHoldsSurviveKillNine(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := startServer(t, dir)
-	a, err := authenticator("", dir)
+	a, err := authenticator("", dir, auth.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	a, err := authenticator(c.AuthSecret, c.Data)
+	a, err := authenticator(c.AuthSecret, c.Data, c.Auth, log)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	svc := app.svc
 	api := httpapi.New(svc, app.seats, a, log)
 	api.SetLimits(httpapi.Limits{PerUser: rate.Limit(c.RatePerUser), UserBurst: c.RateUserBurst,
-		PerAddress: rate.Limit(c.RatePerAddr), AddressBurst: c.RateAddrBurst})
+		ReadsPerUser: rate.Limit(c.ReadsPerUser), PerAddress: rate.Limit(c.RatePerAddr), AddressBurst: c.RateAddrBurst,
+		Streams: c.MaxStreams, StreamsPerUser: c.StreamsPerUser})
 
 	var demo, queuedDemo *boxoffice.Event
 	if c.Demo {
