@@ -343,7 +343,9 @@ func (tb *tab) clickSeat(seatID string) {
 	p := evalIn[point](tb, fmt.Sprintf(`(() => {
 		const m = boxoffice.seatmap, i = boxoffice.seatIndex(%q);
 		if (i < 0) return {X: 0, Y: 0, Size: 0};
-		const r = m.canvas.getBoundingClientRect();
+		// A form below the map may have scrolled the page: the map first.
+		let r = m.canvas.getBoundingClientRect();
+		if (r.top < 0 || r.bottom > innerHeight) { m.canvas.scrollIntoView({block: 'center'}); r = m.canvas.getBoundingClientRect(); }
 		let p = m.seatPoint(i);
 		if (!m.canPick() || p.x < r.left || p.y < r.top || p.x > r.right || p.y > r.bottom) { m.showSeat(i, false); p = m.seatPoint(i); }
 		return {X: p.x, Y: p.y, Size: p.size};

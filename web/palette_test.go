@@ -142,6 +142,8 @@ func TestPaletteContrast(t *testing.T) {
 		{"text", "background"}, {"textSoft", "background"}, {"stageText", "stage"},
 		{"cardText", "card"}, {"cardTextSoft", "card"},
 		{"onHeld", "held"},
+		// Numbers and feature marks on a seat dimmed by the filter.
+		{"onDimmed", "dimmed"},
 	}
 	for _, on := range []string{"available", "sold", "resale", "selected"} {
 		pairs = append(pairs, pair{"onSeat", on})
@@ -187,6 +189,38 @@ func TestPaletteLightness(t *testing.T) {
 			if d := math.Abs(la - lb); d < minLightnessGap {
 				t.Errorf("%s (L* %.1f) and %s (L* %.1f) differ by %.1f in lightness, want at least %d", a, la, b, lb, d, minLightnessGap)
 			}
+		}
+	}
+}
+
+// minDimmedContrast is how far a seat dimmed by the filter stands from the
+// background: faint, but still drawn.
+const minDimmedContrast = 1.2
+
+// TestPaletteDimmed: a seat outside the filter (PALETTE.dimmed) is still
+// seen on the background, is lighter than every seat state by at least
+// minLightnessGap (so that, in grayscale too, it never passes for held,
+// sold or an available seat), and what is written on it is readable.
+// Feature marks are drawn in the seat-number colours (onSeat, onHeld,
+// onDimmed), which TestPaletteContrast checks on every fill.
+func TestPaletteDimmed(t *testing.T) {
+	p, _ := loadPalette(t)
+	d := p.get(t, "dimmed")
+	if r := contrast(d, p.get(t, "background")); r < minDimmedContrast {
+		t.Errorf("dimmed %s: contrast %.2f:1 against the background, want at least %.1f:1 (the seat must still be seen)", p.colours["dimmed"], r, minDimmedContrast)
+	}
+	fills := map[string]string{"available": p.colours["available"]}
+	for i, h := range p.tiers {
+		fills[fmt.Sprintf("tier %d", i+1)] = h
+	}
+	for _, s := range statuses {
+		fills[s] = p.colours[s]
+	}
+	ld := lightness(d)
+	for name, h := range fills {
+		lf := lightness(parseHex(t, h))
+		if ld-lf < minLightnessGap {
+			t.Errorf("dimmed (L* %.1f) is not at least %d lighter than %s (%s, L* %.1f)", ld, minLightnessGap, name, h, lf)
 		}
 	}
 }

@@ -14,9 +14,16 @@
 // sections (each outlined in its tier colour, with its name, price and
 // seats left) and a click zooms into the section under it; from the pick
 // pitch up a click picks the seat under it (its whole cell, gaps included).
+//
+// Seat features (wheelchair spaces, companion seats, restricted views) are
+// marked by shape, not by colour: a wheelchair mark or a "C" on the seat,
+// a corner cut off a restricted-view seat, from GLYPHS px per seat; the
+// overview's section cards count them, and describeSeat says them in
+// words. setFilter dims the seats outside a filter (price, tier, feature)
+// and makes them unpickable; filterSummary counts the seats that match.
 
-import { STATUS, seat as seatInfo, hit, sectionAt } from './venue.js';
-import { money } from './ui.js';
+import { STATUS, FEATURES, FEATURE_NAMES, seat as seatInfo, seatFeatures, sectionOf, hit, sectionAt } from './venue.js';
+import { money, announce } from './ui.js';
 
 // PALETTE is every colour the map draws, in one place (web/palette_test.go
 // reads it from this file and checks it). On the background every seat
@@ -46,6 +53,8 @@ export const PALETTE = {
   cardTextSoft: '#4A5260',
   cardLine: '#8C95A3',
   hover: '#000000',
+  dimmed: '#D3D8DF', // seats outside the filter: faint, lighter than every state
+  onDimmed: '#4A5260', // numbers and feature marks on a dimmed seat
 };
 
 // The names the pages use (legend, organiser's bars).
@@ -63,6 +72,8 @@ export const COLOURS = {
 const DETAIL = 7; // px per seat from which seats are drawn one by one
 const ROWS = 12; // px per seat from which row letters are drawn
 const NUMBERS = 22; // px per seat from which seat numbers are drawn
+const GLYPHS = 10; // px per seat from which feature marks are drawn
+const FEW = 200; // a filter that leaves at most this many seats marks them in the overview
 // The pitch (px per seat) from which a click picks a seat. A mouse is
 // precise; a finger wants about 44 px (the whole cell is the target, the
 // drawn seat is smaller).
@@ -85,12 +96,69 @@ function roundRect(ctx, x, y, w, h, r) {
   else ctx.rect(x, y, w, h);
 }
 
+// GLYPH_TEXT is how a section card's counts read in the map's labels
+// (for tests and tools); the card itself draws the marks.
+const GLYPH_TEXT = { wheelchair: '♿', companion: 'C', restricted_view: 'RV' };
+
+// drawGlyph draws feature f's mark in a box of `size` px centred on (cx,
+// cy): a wheelchair (the access symbol, simplified), a bold C for a
+// companion seat, a seat with its top right corner cut off for a
+// restricted view (cut in `bg`). The filters' legend uses it too.
+export function drawGlyph(ctx, f, cx, cy, size, colour, bg = PALETTE.background) {
+  const u = size;
+  const X = (v) => cx + v * u, Y = (v) => cy + v * u;
+  ctx.save();
+  ctx.fillStyle = colour;
+  ctx.strokeStyle = colour;
+  ctx.lineCap = 'round';
+  ctx.lineJoin = 'round';
+  if (f === 'wheelchair') {
+    ctx.lineWidth = Math.max(1, u * 0.11);
+    ctx.beginPath();
+    ctx.arc(X(-0.02), Y(-0.37), u * 0.1, 0, 2 * Math.PI);
+    ctx.fill();
+    ctx.beginPath();
+    ctx.moveTo(X(-0.08), Y(-0.2)); // back
+    ctx.lineTo(X(-0.08), Y(0.08)); // to the seat
+    ctx.lineTo(X(0.2), Y(0.08)); // the seat
+    ctx.lineTo(X(0.32), Y(0.4)); // the leg
+    ctx.moveTo(X(-0.08), Y(-0.07));
+    ctx.lineTo(X(0.16), Y(-0.07)); // the arm
+    ctx.stroke();
+    ctx.beginPath();
+    ctx.arc(X(-0.1), Y(0.18), u * 0.26, 0.05 * Math.PI, 1.5 * Math.PI); // the wheel, open at the top right
+    ctx.stroke();
+  } else if (f === 'companion') {
+    ctx.font = `800 ${Math.max(6, Math.round(u * 0.95))}px ${FONT}`;
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'middle';
+    ctx.fillText('C', cx, cy + u * 0.04);
+  } else if (f === 'restricted_view') {
+    const h = u * 0.8, k = h * 0.45;
+    ctx.fillRect(cx - h / 2, cy - h / 2, h, h);
+    ctx.fillStyle = bg;
+    notch(ctx, cx + h / 2, cy - h / 2, k);
+  }
+  ctx.restore();
+}
+
+// notch fills a right triangle of side k in the top right corner at (x, y).
+function notch(ctx, x, y, k) {
+  ctx.beginPath();
+  ctx.moveTo(x - k, y);
+  ctx.lineTo(x + 0.5, y - 0.5);
+  ctx.lineTo(x, y + k);
+  ctx.closePath();
+  ctx.fill();
+}
+
 export class SeatMap {
   // opts: onSeat(index) for a click on a seat, describe(index) → extra
   // text for the hover tip, onHover(index, x, y), tip (the element of the
   // hover tip; by default the .map-tip next to the canvas, which the map
   // places so that it never covers the seat and stays inside the map),
-  // interactive (default true).
+  // interactive (default true), onFiltered(index) for a click on a seat
+  // that the filter dims (nothing is picked).
   constructor(canvas, venue, opts = {}) {
     this.canvas = canvas;
     this.venue = venue;
@@ -105,6 +173,10 @@ export class SeatMap {
     this.colourBy = 'tier';
     this.tierColour = new Map(venue.tiers.map((t, i) => [t.name, TIER_COLOURS[i % TIER_COLOURS.length]]));
     this.left = new Map(venue.sections.map((s) => [s, s.count])); // seats available per section
+    this.match = new Map(venue.sections.map((s) => [s, s.count])); // of those, in the filter
+    this.filter = null; // what setFilter was given, normalised; null: none
+    this.outMask = null; // 1 for a seat outside the filter; null: no filter
+    this.summary = { active: false, available: venue.seatCount, matching: venue.seatCount, seats: venue.seatCount };
     this.labels = []; // what the last frame wrote (for tests and tools)
     this.view = { s: 1, x: 0, y: 0 };
     this.fitted = false;
@@ -164,9 +236,70 @@ export class SeatMap {
     this.paint();
   }
 
+  // --- the filter ----------------------------------------------------------
+
+  // setFilter dims the seats outside the filter (still drawn, faint) and
+  // makes them unpickable. f: {minPrice, maxPrice} in cents (inclusive),
+  // tiers (names), features (a seat matches with any one of them); a field
+  // that is absent, null or empty does not filter. setFilter(null) clears.
+  setFilter(f) {
+    const venue = this.venue;
+    const num = (v) => (v === null || v === undefined || v === '' || !Number.isFinite(Number(v)) ? null : Number(v));
+    let minPrice = num(f && f.minPrice), maxPrice = num(f && f.maxPrice);
+    if (minPrice !== null && maxPrice !== null && minPrice > maxPrice) [minPrice, maxPrice] = [maxPrice, minPrice];
+    const tiers = f && Array.isArray(f.tiers) && f.tiers.length ? [...f.tiers] : null;
+    const features = f && Array.isArray(f.features) && f.features.length ? FEATURES.filter((x) => f.features.includes(x)) : null;
+    const active = minPrice !== null || maxPrice !== null || !!tiers || !!features;
+    this.filter = active ? { minPrice, maxPrice, tiers, features } : null;
+    if (!active) {
+      this.outMask = null;
+    } else {
+      const out = new Uint8Array(venue.seatCount);
+      const inSection = new Set();
+      for (const sec of venue.sections) {
+        const ok = (minPrice === null || sec.price >= minPrice) && (maxPrice === null || sec.price <= maxPrice) && (!tiers || tiers.includes(sec.tier));
+        if (ok) inSection.add(sec);
+        if (!ok || features) out.fill(1, sec.base, sec.base + sec.count);
+      }
+      if (features) {
+        for (const [i, fs] of venue.features) {
+          if (fs.some((x) => features.includes(x)) && inSection.has(sectionOf(venue, i))) out[i] = 0;
+        }
+      }
+      this.outMask = out;
+    }
+    if (this.hover >= 0) this.canvas.classList.toggle('over-seat', this.pickable(this.hover));
+    this.paint();
+    return this.filterSummary();
+  }
+
+  // inFilter tells whether seat i is inside the filter (always, without one).
+  inFilter(i) {
+    return !this.outMask || this.outMask[i] === 0;
+  }
+
+  // pickable tells whether a click on seat i does something: a seat
+  // outside the filter does nothing, unless it is a pick (to give it back).
+  pickable(i) {
+    return i >= 0 && (this.inFilter(i) || this.selected.has(i));
+  }
+
+  // filterSummary counts, as of the last repaint: available seats in the
+  // filter (matching), all available seats, all seats in the filter
+  // whatever their status; active is false without a filter.
+  filterSummary() {
+    return { ...this.summary, filter: this.filter ? { ...this.filter } : null };
+  }
+
+  // featured lists the seats with features: [{index, id, features}].
+  featured() {
+    return [...this.venue.features].map(([i, features]) => ({ index: i, id: seatInfo(this.venue, i).id, features: [...features] }));
+  }
+
   // colour is the fill of seat i as the map shows it.
   colour(i, sec) {
     if (this.selected.has(i)) return PALETTE.selected;
+    if (this.outMask && this.outMask[i]) return PALETTE.dimmed;
     switch (this.statuses[i]) {
       case STATUS.held: return PALETTE.held;
       case STATUS.sold: return PALETTE.sold;
@@ -178,23 +311,41 @@ export class SeatMap {
   // paint redraws the one-pixel-per-seat bitmap and counts the seats left
   // in each section.
   paint() {
-    const W = this.venue.width, px = this.pixels, st = this.statuses;
+    const W = this.venue.width, px = this.pixels, st = this.statuses, out = this.outMask;
     px.fill(0);
     const cache = new Map();
     const c32 = (hex) => { let v = cache.get(hex); if (v === undefined) { v = rgba32(hex); cache.set(hex, v); } return v; };
+    let available = 0, matching = 0, seats = 0;
+    const few = []; // the matching seats, while they are few enough to mark in the overview
     for (const sec of this.venue.sections) {
-      let i = sec.base, left = 0;
+      let i = sec.base, left = 0, match = 0, inside = 0;
       for (let r = 0; r < sec.rows; r++) {
         let p = (sec.y + r) * W + sec.x;
         for (let c = 0; c < sec.perRow; c++, i++, p++) {
           px[p] = c32(this.colour(i, sec));
-          if (st[i] === STATUS.available) left++;
+          const isIn = !out || out[i] === 0;
+          if (isIn) inside++;
+          if (st[i] === STATUS.available) {
+            left++;
+            if (isIn) {
+              match++;
+              if (out && few.length <= FEW) few.push(i);
+            }
+          }
         }
       }
       this.left.set(sec, left);
+      this.match.set(sec, match);
+      available += left;
+      matching += match;
+      seats += inside;
     }
+    this.summary = { active: !!out, available, matching, seats };
+    this.few = out && few.length <= FEW ? few : [];
     this.bctx.putImageData(this.image, 0, 0);
     this.schedule();
+    // The filters' count follows the statuses too.
+    this.canvas.dispatchEvent(new CustomEvent('seatmap:paint', { detail: this.filterSummary() }));
   }
 
   // --- view --------------------------------------------------------------
@@ -347,6 +498,14 @@ export class SeatMap {
         ctx.arc(x + (p.x + 0.5) * s, y + (p.y + 0.5) * s, Math.max(5, s), 0, 2 * Math.PI);
         ctx.stroke();
       }
+      // A filter that leaves a few seats: square marks, to find them.
+      ctx.lineWidth = 1.5;
+      ctx.strokeStyle = PALETTE.text;
+      const r = Math.max(4, s);
+      for (const i of this.few || []) {
+        const p = seatInfo(venue, i);
+        ctx.strokeRect(x + (p.x + 0.5) * s - r, y + (p.y + 0.5) * s - r, 2 * r, 2 * r);
+      }
     } else {
       this.drawSeats();
     }
@@ -376,9 +535,9 @@ export class SeatMap {
 
   // drawSeats draws the seats inside the viewport one by one.
   drawSeats() {
-    const ctx = this.ctx, { s } = this.view;
+    const ctx = this.ctx, { s } = this.view, feats = this.venue.features;
     const gap = Math.max(1, s * 0.14), size = s - 2 * gap;
-    const numbers = s >= NUMBERS;
+    const numbers = s >= NUMBERS, glyphs = s >= GLYPHS && feats.size > 0;
     ctx.textAlign = 'center';
     ctx.textBaseline = 'middle';
     for (const sec of this.venue.sections) {
@@ -410,16 +569,49 @@ export class SeatMap {
             ctx.strokeRect(left + c * s + k, top + r * s + k, s - 2 * k, s - 2 * k);
           }
         }
-        if (numbers) {
-          ctx.font = `600 ${Math.round(s * 0.38)}px ${FONT}`;
+        // Features, by shape: a restricted view loses its top right
+        // corner; a wheelchair space or a companion seat wears its mark
+        // (instead of its number: the tip says it).
+        let marked = null;
+        if (glyphs) {
           for (let c = c0; c < c1; c++) {
             const i = sec.base + r * sec.perRow + c;
-            ctx.fillStyle = !this.selected.has(i) && this.statuses[i] === STATUS.held ? PALETTE.onHeld : PALETTE.onSeat;
+            const fs = feats.get(i);
+            if (!fs) continue;
+            const cx = left + (c + 0.5) * s, cy = top + (r + 0.5) * s;
+            if (fs.includes('restricted_view')) {
+              ctx.fillStyle = PALETTE.background;
+              notch(ctx, left + c * s + gap + size, top + r * s + gap, size * 0.5);
+              this.labels.push({ kind: 'mark', feature: 'restricted_view', seat: i, x: cx, y: cy });
+            }
+            const mark = fs.find((f) => f !== 'restricted_view');
+            if (mark) {
+              drawGlyph(ctx, mark, cx, cy, size * 0.78, this.ink(i));
+              (marked ||= new Set()).add(i);
+              this.labels.push({ kind: 'mark', feature: mark, seat: i, x: cx, y: cy });
+            }
+          }
+        }
+        if (numbers) {
+          ctx.font = `600 ${Math.round(s * 0.38)}px ${FONT}`;
+          ctx.textAlign = 'center';
+          ctx.textBaseline = 'middle';
+          for (let c = c0; c < c1; c++) {
+            const i = sec.base + r * sec.perRow + c;
+            if (marked && marked.has(i)) continue;
+            ctx.fillStyle = this.ink(i);
             ctx.fillText(String(c + 1), left + (c + 0.5) * s, top + (r + 0.5) * s);
           }
         }
       }
     }
+  }
+
+  // ink is the colour of what is written on seat i (number, mark).
+  ink(i) {
+    if (this.selected.has(i)) return PALETTE.onSeat;
+    if (this.outMask && this.outMask[i]) return PALETTE.onDimmed;
+    return this.statuses[i] === STATUS.held ? PALETTE.onHeld : PALETTE.onSeat;
   }
 
   // drawShapes outlines each section in its tier colour: the overview,
@@ -432,10 +624,18 @@ export class SeatMap {
       if (!b) continue;
       const on = sec === this.hoverSection;
       ctx.lineWidth = on ? 4 : 2;
-      ctx.strokeStyle = this.tierColour.get(sec.tier);
+      ctx.strokeStyle = this.sectionOut(sec) ? PALETTE.cardLine : this.tierColour.get(sec.tier);
       roundRect(ctx, b.left - out, b.top - out, b.w + 2 * out, b.h + 2 * out, Math.min(8, out * 2));
       ctx.stroke();
     }
+  }
+
+  // sectionOut tells whether the filter leaves out every seat of sec.
+  sectionOut(sec) {
+    if (!this.outMask) return false;
+    const m = this.outMask;
+    for (let i = sec.base, end = sec.base + sec.count; i < end; i++) if (m[i] === 0) return false;
+    return true;
   }
 
   // drawRows writes the row letters left of each row; when the section's
@@ -485,10 +685,12 @@ export class SeatMap {
     for (const sec of this.venue.sections) {
       const b = this.box(sec);
       if (!b) continue;
-      const left = this.left.get(sec);
-      const leftText = left === 0 ? 'Sold out' : `${left.toLocaleString()} left`;
+      const left = this.left.get(sec), match = this.match.get(sec);
+      let leftText = left === 0 ? 'Sold out' : `${left.toLocaleString()} left`;
+      if (this.outMask && left > 0) leftText = match === 0 ? 'None match' : `${match.toLocaleString()} of ${left.toLocaleString()} match`;
       if (overview && b.w < this.cssW * 0.6 && b.h < this.cssH * 0.6) {
-        this.drawCard(sec, b, [sec.name, money(sec.price), leftText]);
+        const marks = FEATURES.filter((f) => sec.featureCount[f] > 0).map((f) => [f, sec.featureCount[f]]);
+        this.drawCard(sec, b, [sec.name, money(sec.price), leftText], marks);
         continue;
       }
       // A tab: full text, else the name alone.
@@ -516,15 +718,26 @@ export class SeatMap {
 
   // drawCard writes lines (the first bold) on a card in the middle of a
   // section's box, dropping the middle lines that do not fit, then all.
-  drawCard(sec, b, lines) {
+  // marks ([feature, count]…) add a line counting the section's featured
+  // seats, each count after its mark: "2 ♿".
+  drawCard(sec, b, lines, marks = []) {
     const ctx = this.ctx;
     const fonts = [`700 13px ${FONT}`, `400 12px ${FONT}`];
+    const ICON = 12, SEP = 9;
+    const marksLine = marks.length ? { marks } : null;
+    const width = (t, k) => {
+      ctx.font = fonts[k ? 1 : 0];
+      if (typeof t === 'string') return ctx.measureText(t).width;
+      return t.marks.reduce((a, [, n]) => a + ctx.measureText(String(n)).width + 3 + ICON, 0) + SEP * (t.marks.length - 1);
+    };
     const measure = (ls) => {
       let w = 0;
-      ls.forEach((t, k) => { ctx.font = fonts[k ? 1 : 0]; w = Math.max(w, ctx.measureText(t).width); });
+      ls.forEach((t, k) => { w = Math.max(w, width(t, k)); });
       return { w: w + 12, h: ls.length * 15 + 6 };
     };
-    const tries = [lines, [lines[0], lines[2]], [lines[0]]];
+    const tries = marksLine
+      ? [[...lines, marksLine], [lines[0], lines[2], marksLine], [lines[0], lines[2]], [lines[0]]]
+      : [lines, [lines[0], lines[2]], [lines[0]]];
     let ls = null, m = null;
     for (const t of tries) {
       m = measure(t);
@@ -541,9 +754,23 @@ export class SeatMap {
     ls.forEach((t, k) => {
       ctx.font = fonts[k ? 1 : 0];
       ctx.fillStyle = k ? PALETTE.cardTextSoft : PALETTE.cardText;
-      ctx.fillText(t, cx, cy - m.h / 2 + 3 + 7.5 + k * 15);
+      const ty = cy - m.h / 2 + 3 + 7.5 + k * 15;
+      if (typeof t === 'string') { ctx.fillText(t, cx, ty); return; }
+      // The marks line: "2 ♿  1 C", the marks drawn, not typed.
+      let x = cx - width(t, k) / 2;
+      ctx.textAlign = 'left';
+      for (const [f, n] of t.marks) {
+        ctx.font = fonts[1];
+        ctx.fillStyle = PALETTE.cardText;
+        ctx.fillText(String(n), x, ty);
+        x += ctx.measureText(String(n)).width + 3;
+        drawGlyph(ctx, f, x + ICON / 2, ty, ICON, PALETTE.cardText, PALETTE.card);
+        x += ICON + SEP;
+      }
+      ctx.textAlign = 'center';
     });
-    this.labels.push({ kind: 'card', section: sec.name, text: ls.join('\n'), x: cx, y: cy });
+    const text = ls.map((t) => (typeof t === 'string' ? t : t.marks.map(([f, n]) => `${n} ${GLYPH_TEXT[f]}`).join(' · '))).join('\n');
+    this.labels.push({ kind: 'card', section: sec.name, text, x: cx, y: cy });
   }
 
   // --- the hover tip ---------------------------------------------------------
@@ -668,7 +895,15 @@ export class SeatMap {
       return;
     }
     const i = this.seatAt(p.x, p.y);
-    if (i >= 0 && this.opts.onSeat) this.opts.onSeat(i);
+    if (i < 0) return;
+    if (!this.pickable(i)) {
+      // Dimmed by the filter: nothing is picked.
+      const st = seatInfo(this.venue, i);
+      announce(`${st.section} row ${st.row} seat ${st.number} is outside your filter.`);
+      if (this.opts.onFiltered) this.opts.onFiltered(i);
+      return;
+    }
+    if (this.opts.onSeat) this.opts.onSeat(i);
   }
 
   hoverAt(cx, cy, force = false) {
@@ -685,15 +920,28 @@ export class SeatMap {
       return;
     }
     this.hover = i;
-    this.canvas.classList.toggle('over-seat', i >= 0);
+    this.canvas.classList.toggle('over-seat', this.pickable(i));
     if (this.opts.onHover) this.opts.onHover(i, cx, cy);
+    // A dimmed seat's tip says why a click does nothing.
+    const tip = i >= 0 && !this.pickable(i) ? this.tipElement() : null;
+    if (tip && !tip.hidden && !tip.textContent.includes(OUTSIDE)) tip.append(` — ${OUTSIDE}`);
     this.placeTip();
     this.schedule();
   }
 }
 
-// describeSeat is the one-line text of a seat for tips and lists.
+const OUTSIDE = 'outside your filter';
+
+// describeSeat is the one-line text of a seat for tips and lists, its
+// features in words: "Stalls · Row A · Seat 1 — A, €85.00 — Wheelchair
+// space — available".
 export function describeSeat(venue, i, status) {
   const s = seatInfo(venue, i);
-  return `${s.section} · Row ${s.row} · Seat ${s.number} — ${s.tier}, ${money(s.price)}${status ? ` — ${status}` : ''}`;
+  const fs = s.features.map((f) => FEATURE_NAMES[f]).join(', ');
+  return `${s.section} · Row ${s.row} · Seat ${s.number} — ${s.tier}, ${money(s.price)}${fs ? ` — ${fs}` : ''}${status ? ` — ${status}` : ''}`;
+}
+
+// featureText says seat i's features in words ("" for none).
+export function featureText(venue, i) {
+  return seatFeatures(venue, i).map((f) => FEATURE_NAMES[f]).join(', ');
 }

@@ -12,6 +12,12 @@ export const STATUS = { available: 0, held: 1, sold: 2, resale: 3 };
 export const STATUS_NAMES = ['available', 'held', 'sold', 'resale'];
 const LETTER = { a: 0, h: 1, s: 2, r: 3 };
 
+// FEATURES are the seat features the server knows (event.go SeatFeatures),
+// in the order the map and the filters list them; FEATURE_NAMES says each
+// in words.
+export const FEATURES = ['wheelchair', 'companion', 'restricted_view'];
+export const FEATURE_NAMES = { wheelchair: 'Wheelchair space', companion: 'Companion seat', restricted_view: 'Restricted view' };
+
 const GAP = 4; // units between sections
 const LABEL = 3; // units above a section for its name
 const STAGE_H = 5;
@@ -39,16 +45,32 @@ export function rowIndex(label) {
 }
 
 // buildVenue lays out sections ({name, price_tier, price_cents, rows,
-// seats_per_row}) and returns the geometry.
+// seats_per_row, features}) and returns the geometry. features, as the
+// event's sections give them ({"A-1": ["wheelchair"]}), become
+// venue.features (seat index → its features, only the seats that have
+// some), each section's featureCount and the venue's (feature → seats).
 export function buildVenue(sections) {
   const secs = [];
+  const features = new Map();
+  const featureCount = Object.fromEntries(FEATURES.map((f) => [f, 0]));
   let base = 0;
   for (const s of sections) {
-    secs.push({
+    const sec = {
       name: s.name, tier: s.price_tier, price: s.price_cents, rows: s.rows, perRow: s.seats_per_row,
       base, count: s.rows * s.seats_per_row, x: 0, y: 0, w: s.seats_per_row, h: s.rows,
-    });
-    base += s.rows * s.seats_per_row;
+      featureCount: Object.fromEntries(FEATURES.map((f) => [f, 0])),
+    };
+    for (const [where, fs] of Object.entries(s.features || {})) {
+      const m = /^([A-Z]+)-(\d+)$/.exec(where);
+      const r = m ? rowIndex(m[1]) : 0, n = m ? Number(m[2]) : 0;
+      if (r < 1 || r > sec.rows || n < 1 || n > sec.perRow || !Array.isArray(fs)) continue;
+      const known = FEATURES.filter((f) => fs.includes(f));
+      if (!known.length) continue;
+      features.set(base + (r - 1) * sec.perRow + (n - 1), known);
+      for (const f of known) { sec.featureCount[f]++; featureCount[f]++; }
+    }
+    secs.push(sec);
+    base += sec.count;
   }
   // Shelf packing: rows of blocks no wider than about 1.6 times the side of
   // a square of the same area, so that the map fits a wide screen.
@@ -81,7 +103,7 @@ export function buildVenue(sections) {
   for (const s of secs) if (!tiers.some((t) => t.name === s.tier)) tiers.push({ name: s.tier, price: s.price });
   const stageW = Math.min(width, Math.max(20, Math.round(width * 0.4)));
   return {
-    sections: secs, seatCount: base, width, height: y, tiers,
+    sections: secs, seatCount: base, width, height: y, tiers, features, featureCount,
     stage: { x: Math.floor((width - stageW) / 2), y: 0, w: stageW, h: STAGE_H },
     bySection: new Map(secs.map((s) => [s.name, s])),
   };
@@ -100,13 +122,24 @@ export function sectionOf(venue, i) {
 }
 
 // seat describes seat index i: {index, id, section, row, number, tier,
-// price, x, y} (x, y: its unit square's top-left corner).
+// price, features, x, y} (x, y: its unit square's top-left corner;
+// features: [] for none).
 export function seat(venue, i) {
   const s = sectionOf(venue, i);
   const k = i - s.base;
   const r = Math.floor(k / s.perRow), n = (k % s.perRow) + 1;
   const row = rowLabel(r + 1);
-  return { index: i, id: `${s.name}-${row}-${n}`, section: s.name, row, number: n, tier: s.tier, price: s.price, x: s.x + n - 1, y: s.y + r };
+  return {
+    index: i, id: `${s.name}-${row}-${n}`, section: s.name, row, number: n, tier: s.tier, price: s.price,
+    features: seatFeatures(venue, i), x: s.x + n - 1, y: s.y + r,
+  };
+}
+
+const NONE = Object.freeze([]);
+
+// seatFeatures returns seat i's features (FEATURES values), [] for none.
+export function seatFeatures(venue, i) {
+  return (venue.features && venue.features.get(i)) || NONE;
 }
 
 // indexOf returns the index of a seat id, or -1.

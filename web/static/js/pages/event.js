@@ -5,8 +5,9 @@
 
 import * as api from '../api.js';
 import * as session from '../session.js';
-import { buildVenue, decodeRuns, seat, indexOf, rowLabel, STATUS, STATUS_NAMES } from '../venue.js';
+import { buildVenue, decodeRuns, seat, indexOf, rowLabel, STATUS, STATUS_NAMES, FEATURES, FEATURE_NAMES } from '../venue.js';
 import { SeatMap, COLOURS, describeSeat } from '../seatmap.js';
+import { mountFilters } from '../filters.js';
 import { h, fill, when, clock, count, money, duration, announce, showError, field, busy, friendly, seatName, seatNames, shortSeat, clockShort } from '../ui.js';
 
 const POLL_MS = 5000; // the seat map is cached for 10 s by default: poll at twice that rate
@@ -80,6 +81,11 @@ export async function render(main, [id], scope, navigate) {
     },
   });
   scope.add(() => map.destroy());
+  // Price, tier and seat-needs filters: seats out of them are dimmed on
+  // the map and cannot be picked.
+  const filtersBox = h('section', { class: 'card', id: 'filters' });
+  const filters = mountFilters(filtersBox, map, venue);
+  scope.add(() => filters.destroy());
   window.boxoffice.seatmap = map; // tests find seats on the canvas through it
   window.boxoffice.venue = venue;
   window.boxoffice.seatIndex = (sid) => indexOf(venue, sid);
@@ -108,6 +114,7 @@ export async function render(main, [id], scope, navigate) {
           h('h2', { id: 'pick-h' }, 'Your seats'),
           h('p', { class: 'small muted' }, `Click seats on the map (up to ${limit}), or use the forms below.`),
           heldBox, selList, totalEl, resaleBox, reserveBtn, signHint, reserveErr),
+        filtersBox,
         keyboardPicker(),
         bestAvailable(),
         resaleSection(),
@@ -566,13 +573,22 @@ export async function render(main, [id], scope, navigate) {
     const qty = quantitySelect('best-qty', limit);
     qty.value = String(Math.min(2, limit));
     const area = areaSelect('best-area');
+    // Seats with needs (a wheelchair space, a companion seat, a restricted
+    // view) are kept for those who ask: one box per kind the event has.
+    const needs = FEATURES.filter((f) => (venue.featureCount?.[f] || 0) > 0)
+      .map((f) => ({ f, box: h('input', { type: 'checkbox', id: `best-need-${f}`, value: f }) }));
     const btn = h('button', { type: 'button', id: 'best-go' }, queued ? 'Queue for the best seats' : 'Find and hold the best seats');
-    btn.addEventListener('click', () => busy(btn, 'Looking…', () =>
-      doReserve({ event_id: id, best_available: { quantity: Number(qty.value), ...areaOf(area.value) } }, Number(qty.value))));
+    btn.addEventListener('click', () => busy(btn, 'Looking…', () => {
+      const features = needs.filter((n) => n.box.checked).map((n) => n.f);
+      return doReserve({ event_id: id, best_available: { quantity: Number(qty.value), ...areaOf(area.value), ...(features.length ? { features } : {}) } }, Number(qty.value));
+    }));
     return h('section', { class: 'card', 'aria-labelledby': 'best-h' },
       h('h2', { id: 'best-h' }, 'Best available'),
-      h('p', { class: 'small muted' }, 'The best seats left side by side in one row: front rows first.'),
-      h('div', { class: 'row' }, field('How many', qty), field('Where', area)), btn);
+      h('p', { class: 'small muted' }, 'The best seats left side by side in one row: the front rows first, from the middle of the row outwards.'),
+      h('div', { class: 'row' }, field('How many', qty), field('Where', area)),
+      needs.length ? h('fieldset', { class: 'needs' }, h('legend', {}, 'Include seats with'),
+        needs.map((n) => h('label', { for: n.box.id }, n.box, ' ', FEATURE_NAMES[n.f]))) : null,
+      btn);
   }
 
   // --- resale ------------------------------------------------------------------
