@@ -43,6 +43,7 @@ type config struct {
 	RatePerAddr    float64
 	RateAddrBurst  int
 	Metrics        bool
+	MetricsAddr    string
 	AuthSecret     string // only from the environment: never a flag, never printed
 	Auth           auth.Options
 	MaxStreams     int
@@ -89,7 +90,8 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.RateUserBurst, "rate-user-burst", 40, "how many of them may come at once")
 	fs.Float64Var(&c.RatePerAddr, "rate-per-address", 0, "requests per second one remote address may make, per process (0: no limit; a load test from one address needs 0)")
 	fs.IntVar(&c.RateAddrBurst, "rate-address-burst", 200, "how many of them may come at once")
-	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at /metrics")
+	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at /metrics (to an organiser's token on the API's address, or see --metrics-addr)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address alone, without a token (a private network's scraper), instead of on the API's")
 	return fs
 }
 

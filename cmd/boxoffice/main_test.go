@@ -43,6 +43,7 @@ type server struct {
 	customer string
 	admin    string
 	event    string
+	metrics  string // --metrics-addr's URL
 	done     chan error
 }
 
@@ -51,6 +52,7 @@ var (
 	customerRE = regexp.MustCompile(`customer token \(demo-customer, 7 days\): (\S+)`)
 	adminRE    = regexp.MustCompile(`admin token +\(demo-admin, 7 days\): +(\S+)`)
 	eventRE    = regexp.MustCompile(`demo event (\d+):`)
+	metricsRE  = regexp.MustCompile(`metrics at (http://\S+)`)
 )
 
 func startServer(t *testing.T, dataDir string, extra ...string) *server {
@@ -81,6 +83,9 @@ func startServerEnv(t *testing.T, dataDir string, env []string, extra ...string)
 			line := sc.Text()
 			if m := listenRE.FindStringSubmatch(line); m != nil {
 				s.base = m[1]
+			}
+			if m := metricsRE.FindStringSubmatch(line); m != nil {
+				s.metrics = m[1]
 			}
 			if m := customerRE.FindStringSubmatch(line); m != nil {
 				s.customer = m[1]
@@ -305,8 +310,38 @@ func TestServeMetricsAndRateLimit(t *testing.T) {
 	if codes[201] < 3 || codes[429] < 2 {
 		t.Errorf("six quick reserves at 1/s with a burst of 3: %v, want the burst through and the rest 429", codes)
 	}
-	st, body := s.call(t, "GET", "/metrics", "", nil)
+	// On the API's address the metrics are an organiser's to read.
+	for who, tok := range map[string]string{"anyone": "", "a customer": s.customer} {
+		if st, _ := s.call(t, "GET", "/metrics", tok, nil); st != http.StatusUnauthorized {
+			t.Errorf("GET /metrics by %s: %d, want 401", who, st)
+		}
+	}
+	st, body := s.call(t, "GET", "/metrics", s.admin, nil)
 	if st != 200 || !strings.Contains(string(body), `boxoffice_http_requests_total{method="POST",route="/bookings/reserve",status="429"}`) {
 		t.Errorf("GET /metrics: %d, without the refused reserves:\n%.2000s", st, body)
+	}
+}
+
+// With --metrics-addr the metrics are served there, to anyone who can
+// reach it, and not on the API's address.
+func TestServeMetricsOnTheirOwnAddress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	s := startServer(t, t.TempDir(), "--metrics-addr", "127.0.0.1:0")
+	if s.metrics == "" {
+		t.Fatal("no metrics address printed")
+	}
+	resp, err := http.Get(s.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "boxoffice_http_requests_total") && !strings.Contains(string(body), "go_goroutines") {
+		t.Errorf("GET %s: %d\n%.500s", s.metrics, resp.StatusCode, body)
+	}
+	if st, _ := s.call(t, "GET", "/metrics", s.admin, nil); st != http.StatusNotFound {
+		t.Errorf("GET /metrics on the API's address: %d, want 404", st)
 	}
 }

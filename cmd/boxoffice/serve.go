@@ -10,12 +10,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/auth"
 	"github.com/boxoffice/boxoffice/httpapi"
 	"github.com/boxoffice/boxoffice/metrics"
 	"github.com/boxoffice/boxoffice/outbox"
@@ -66,8 +68,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	handler, metricsHandler := withMetrics(c, api, a, web.Mount(api)) // the browser UI at /app/, the JSON API everywhere else
+	if metricsHandler != nil {
+		mln, err := net.Listen("tcp", c.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		msrv := &http.Server{Handler: metricsHandler, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+		fmt.Fprintf(stdout, "metrics at http://%s/metrics\n", mln.Addr())
+	}
 	srv := &http.Server{
-		Handler:           withMetrics(c, api, web.Mount(api)), // the browser UI at /app/, the JSON API everywhere else
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      c.SlowPayment + 60*time.Second,
@@ -227,18 +240,37 @@ func runPart(ctx context.Context, name string, args []string, getenv func(string
 	return nil
 }
 
-// withMetrics serves Prometheus metrics at /metrics in front of h, and has
-// api report its requests to them, unless --metrics is off.
-func withMetrics(c config, api *httpapi.Server, h http.Handler) http.Handler {
+// withMetrics has api report its requests to Prometheus metrics, unless
+// --metrics is off, and serves them at /metrics: on the API's address to
+// an organiser's token alone (metrics tell a competitor how a sale goes),
+// or, with --metrics-addr, on that address alone, without a token, for a
+// scraper on a private network. It returns the API's handler and the
+// metrics' own (nil without --metrics-addr).
+func withMetrics(c config, api *httpapi.Server, a *auth.Authenticator, h http.Handler) (http.Handler, http.Handler) {
 	if !c.Metrics {
-		return h
+		return h, nil
 	}
 	m := metrics.New()
 	api.Observe(m)
+	if c.MetricsAddr != "" {
+		own := http.NewServeMux()
+		own.Handle("GET /metrics", m.Handler())
+		return h, own
+	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if u, err := a.Verify(tok); err != nil || !u.IsAdmin() {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="boxoffice metrics"`)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"type":"urn:boxoffice:problem:unauthorized","title":"Unauthorized","status":401,"detail":"the metrics need an organiser's token (or serve them on --metrics-addr)","code":"unauthorized"}`+"\n")
+			return
+		}
+		m.Handler().ServeHTTP(w, r)
+	}))
 	mux.Handle("/", h)
-	return mux
+	return mux, nil
 }
 
 // isLoopback reports whether addr listens on a loopback address only.
