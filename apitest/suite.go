@@ -39,6 +39,7 @@ func run(t *testing.T, newStack func(t *testing.T) *Stack, pick func(name string
 	}{
 		{"EventsCreateListGet", testEvents},
 		{"HTTPHygiene", testHTTPHygiene},
+		{"EventsPaged", testEventsPaged},
 		{"BadLayoutRefusedAndNothingWritten", testBadLayouts},
 		{"BadReserveInputRefusedAndNothingWritten", testBadReserve},
 		{"ReserveConfirmHappyPath", testHappyPath},
@@ -922,4 +923,51 @@ func testHTTPHygiene(t *testing.T, s *Stack) {
 		t.Errorf("PUT /bookings/1: %d, Allow %q; want 405 and GET, DELETE, HEAD", r.Status, r.Header.Get("Allow"))
 	}
 	r.problem(t)
+}
+
+// GET /events pages with a cursor: a full page says where the next one
+// is (next and a Link header), and following it reaches every event once.
+func testEventsPaged(t *testing.T, s *Stack) {
+	want := map[string]bool{}
+	for range 5 {
+		want[s.newEvent(t, nil)] = true
+	}
+	anon := s.anonymous(t)
+	type page struct {
+		Events []struct {
+			EventID string `json:"event_id"`
+		} `json:"events"`
+		Next string `json:"next"`
+	}
+	seen := map[string]bool{}
+	url, pages := "/events?limit=2", 0
+	for url != "" {
+		r := anon.do("GET", url, nil)
+		var p page
+		r.decode(t, &p)
+		if r.Status != http.StatusOK || (p.Next != "") != (r.Header.Get("Link") != "") {
+			t.Fatalf("GET %s: %d, next %q, Link %q", url, r.Status, p.Next, r.Header.Get("Link"))
+		}
+		for _, e := range p.Events {
+			if seen[e.EventID] {
+				t.Fatalf("event %s on two pages", e.EventID)
+			}
+			seen[e.EventID] = true
+		}
+		url = p.Next
+		if pages++; pages > 5 {
+			t.Fatal("the pages never end")
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("the pages gave %d events of %d", len(seen), len(want))
+	}
+	var all page
+	anon.do("GET", "/events", nil).decode(t, &all)
+	if len(all.Events) != 5 || all.Next != "" {
+		t.Errorf("one page of everything: %d events, next %q", len(all.Events), all.Next)
+	}
+	if r := anon.do("GET", "/events?limit=101", nil); r.Status != http.StatusBadRequest {
+		t.Errorf("limit 101: %d, want 400", r.Status)
+	}
 }

@@ -137,6 +137,9 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, _ boxoffice.Us
 	return nil
 }
 
+// maxEventPage is the most events one GET /events answers (and its default).
+const maxEventPage = 100
+
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ boxoffice.User) error {
 	var f boxoffice.EventFilter
 	if v := r.URL.Query().Get("before"); v != "" {
@@ -146,10 +149,11 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ boxoffice.
 		}
 		f.Before = id
 	}
+	f.Limit = maxEventPage
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return boxoffice.Errorf(boxoffice.EINVALID, "limit must be between 1 and 100")
+		if err != nil || n < 1 || n > maxEventPage {
+			return boxoffice.Errorf(boxoffice.EINVALID, "limit must be between 1 and %d", maxEventPage)
 		}
 		f.Limit = n
 	}
@@ -160,13 +164,18 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ boxoffice.
 	out := struct {
 		Events     []eventJSON   `json:"events"`
 		NextBefore *boxoffice.ID `json:"next_before,omitempty"`
+		Next       string        `json:"next,omitempty"`
 	}{Events: []eventJSON{}}
 	for _, e := range es {
 		out.Events = append(out.Events, eventView(e))
 	}
-	if f.Limit > 0 && len(es) == f.Limit {
+	if len(es) == f.Limit {
+		// A full page: there may be more. The cursor, the URL of the next
+		// page, and the same as a Link header.
 		last := es[len(es)-1].ID
 		out.NextBefore = &last
+		out.Next = "/events?before=" + last.String() + "&limit=" + strconv.Itoa(f.Limit)
+		w.Header().Set("Link", "<"+out.Next+">; rel=\"next\"")
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
