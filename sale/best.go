@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/lru"
 )
 
 // Availability reads an event's seat statuses in layout order
@@ -195,10 +196,11 @@ func centreBlock(l *Layout, row []boxoffice.Seat, n int, taken map[string]bool) 
 const strandPenalty = 10_000
 
 // takenSeats remembers, per event, the seats this process saw taken and
-// when, for best available.
+// when, for best available: of the Config.CacheEvents events marked or
+// asked about last.
 type takenSeats struct {
 	mu    sync.Mutex
-	seats map[boxoffice.ID]map[string]time.Time
+	seats *lru.Cache[boxoffice.ID, map[string]time.Time]
 	marks int
 }
 
@@ -206,13 +208,10 @@ func (m *takenSeats) mark(eventID boxoffice.ID, seats []string) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.seats == nil {
-		m.seats = map[boxoffice.ID]map[string]time.Time{}
-	}
-	ev := m.seats[eventID]
+	ev, _ := m.seats.Get(eventID)
 	if ev == nil {
 		ev = map[string]time.Time{}
-		m.seats[eventID] = ev
+		m.seats.Add(eventID, ev)
 	}
 	for _, id := range seats {
 		ev[id] = now
@@ -220,13 +219,14 @@ func (m *takenSeats) mark(eventID boxoffice.ID, seats []string) {
 	// Forget the old marks now and then, so the memory stays the size of
 	// the last few seconds' sales.
 	if m.marks++; m.marks%4096 == 0 {
-		for _, ev := range m.seats {
+		m.seats.Range(func(_ boxoffice.ID, ev map[string]time.Time) bool {
 			for id, at := range ev {
 				if now.Sub(at) > takenMemory {
 					delete(ev, id)
 				}
 			}
-		}
+			return true
+		})
 	}
 }
 
@@ -235,7 +235,7 @@ func (m *takenSeats) mark(eventID boxoffice.ID, seats []string) {
 func (m *takenSeats) drop(eventID boxoffice.ID, seats []boxoffice.Seat, t time.Time) []boxoffice.Seat {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ev := m.seats[eventID]
+	ev, _ := m.seats.Get(eventID)
 	if len(ev) == 0 {
 		return seats
 	}

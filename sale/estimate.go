@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/lru"
 )
 
 // estimator turns an event's queue progress into waits: the drain rate is
@@ -18,7 +19,7 @@ import (
 type estimator struct {
 	s  *Service
 	mu sync.Mutex
-	ev map[boxoffice.ID]*drain
+	ev *lru.Cache[boxoffice.ID, *drain] // the Config.CacheEvents events sampled last
 	// last is the latest rate measured for any event: the prior of an
 	// event whose own drain has not been measured yet.
 	last float64
@@ -46,16 +47,16 @@ const (
 )
 
 func newEstimator(s *Service) *estimator {
-	return &estimator{s: s, ev: map[boxoffice.ID]*drain{}}
+	return &estimator{s: s, ev: lru.New[boxoffice.ID, *drain](s.cfg.CacheEvents)}
 }
 
 func (e *estimator) drain(eventID boxoffice.ID) *drain {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	d := e.ev[eventID]
+	d, _ := e.ev.Get(eventID)
 	if d == nil {
 		d = &drain{}
-		e.ev[eventID] = d
+		e.ev.Add(eventID, d)
 	}
 	return d
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/lru"
 )
 
 // The inventory of an event is how many of its seats are available (not
@@ -43,9 +44,11 @@ const inventoryTTL = time.Second
 // door must not wait on a database that is down (it does not need one).
 const inventoryWait = 500 * time.Millisecond
 
+// inventories keeps the entries of the Config.CacheEvents events counted
+// last.
 type inventories struct {
 	mu sync.Mutex
-	ev map[boxoffice.ID]*inventoryEntry
+	ev *lru.Cache[boxoffice.ID, *inventoryEntry]
 }
 
 type inventoryEntry struct {
@@ -71,13 +74,10 @@ func (s *Service) inventory(ctx context.Context, l *Layout) (*inventory, error) 
 		return nil, nil
 	}
 	s.invs.mu.Lock()
-	if s.invs.ev == nil {
-		s.invs.ev = map[boxoffice.ID]*inventoryEntry{}
-	}
-	e := s.invs.ev[l.Event.ID]
+	e, _ := s.invs.ev.Get(l.Event.ID)
 	if e == nil {
 		e = &inventoryEntry{}
-		s.invs.ev[l.Event.ID] = e
+		s.invs.ev.Add(l.Event.ID, e)
 	}
 	s.invs.mu.Unlock()
 

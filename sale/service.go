@@ -12,13 +12,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/internal/combine"
+	"github.com/boxoffice/boxoffice/internal/lru"
 )
 
 // Config is the service's policy.
@@ -71,7 +71,15 @@ type Config struct {
 	// of the default: the waitlist first, the public only what nobody on
 	// it takes.
 	PublicFirst bool
+	// CacheEvents bounds each in-process cache kept per event (layouts,
+	// inventories, queue drain rates, seats seen taken): the least
+	// recently used event's entry goes when one more is needed (default
+	// DefaultCacheEvents). Events in use stay; an evicted one is read again.
+	CacheEvents int
 }
+
+// DefaultCacheEvents is Config.CacheEvents' default.
+const DefaultCacheEvents = 1000
 
 func (c *Config) setDefaults() {
 	if c.HoldTTL <= 0 {
@@ -110,6 +118,9 @@ func (c *Config) setDefaults() {
 	if c.OfferWindow <= 0 {
 		c.OfferWindow = 10 * time.Minute
 	}
+	if c.CacheEvents <= 0 {
+		c.CacheEvents = DefaultCacheEvents
+	}
 }
 
 // DefaultAdmitDeadline is Config.AdmitDeadline's default.
@@ -133,9 +144,10 @@ type Service struct {
 	estimator *estimator
 	admitter  *combine.Combiner[admission, admitted]
 
-	// layouts caches each event's expanded seat layout; events are
-	// immutable once created, so entries never go stale.
-	layouts   sync.Map // boxoffice.ID → *Layout
+	// layouts caches the expanded seat layouts of the Config.CacheEvents
+	// events used last; events are immutable once created, so entries
+	// never go stale.
+	layouts   layoutCache
 	layoutsSF singleflight.Group
 
 	// returnsKick wakes RunReturns at once when this process freed seats.
@@ -175,7 +187,10 @@ func New(d Deps, cfg Config) *Service {
 		d.Log = slog.Default()
 	}
 	s := &Service{store: d.Store, holds: d.Holds, leases: d.Leases, payments: d.Payments,
-		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier, returnsKick: make(chan struct{}, 1)}
+		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier, returnsKick: make(chan struct{}, 1),
+		layouts: layoutCache{lru.New[boxoffice.ID, *Layout](cfg.CacheEvents)},
+		taken:   takenSeats{seats: lru.New[boxoffice.ID, map[string]time.Time](cfg.CacheEvents)},
+		invs:    inventories{ev: lru.New[boxoffice.ID, *inventoryEntry](cfg.CacheEvents)}}
 	if d.Queue != nil && d.RequestLog != nil {
 		s.queue, s.reqLog = d.Queue, d.RequestLog
 		s.admitter = newAdmitter(s)
@@ -186,6 +201,15 @@ func New(d Deps, cfg Config) *Service {
 
 // Config returns the effective configuration (defaults applied).
 func (s *Service) Config() Config { return s.cfg }
+
+// layoutCache is the bounded cache of layouts.
+type layoutCache struct {
+	*lru.Cache[boxoffice.ID, *Layout]
+}
+
+// Store caches an event's layout (CreateEvent's call, as on the sync.Map
+// it was).
+func (c layoutCache) Store(id boxoffice.ID, l *Layout) { c.Add(id, l) }
 
 // Layout is an event with its seats expanded and indexed.
 type Layout struct {
@@ -215,8 +239,8 @@ func (l *Layout) SeatIDs() []string {
 // Layout returns the event's layout, from the cache when it can.
 // ENOTFOUND for an unknown event.
 func (s *Service) Layout(ctx context.Context, eventID boxoffice.ID) (*Layout, error) {
-	if l, ok := s.layouts.Load(eventID); ok {
-		return l.(*Layout), nil
+	if l, ok := s.layouts.Get(eventID); ok {
+		return l, nil
 	}
 	v, err, _ := s.layoutsSF.Do(eventID.String(), func() (any, error) {
 		e, err := s.store.Event(ctx, eventID)

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/lru"
 )
 
 // Seat statuses.
@@ -107,12 +108,14 @@ type Cache struct {
 	ttl     time.Duration
 	now     func() time.Time
 
+	// What the cache keeps per event, for the events used last (a bound
+	// of SetMaxEvents); refreshing lasts only while a rebuild runs.
 	mu         sync.Mutex
-	entries    map[boxoffice.ID]*Snapshot
-	counted    map[boxoffice.ID]*counted  // fresh reads of statuses (Statuses)
-	refreshing map[boxoffice.ID]bool      // a background rebuild is running
-	notBefore  map[boxoffice.ID]time.Time // another node is rebuilding: look again then
-	invalidAt  map[boxoffice.ID]time.Time // shared copies built before are not adopted
+	entries    *lru.Cache[boxoffice.ID, *Snapshot]
+	counted    *lru.Cache[boxoffice.ID, *counted]  // fresh reads of statuses (Statuses)
+	refreshing map[boxoffice.ID]bool               // a background rebuild is running
+	notBefore  *lru.Cache[boxoffice.ID, time.Time] // another node is rebuilding: look again then
+	invalidAt  *lru.Cache[boxoffice.ID, time.Time] // shared copies built before are not adopted
 	sf         singleflight.Group
 	sfFresh    singleflight.Group // fresh reads asked for by Statuses
 
@@ -131,7 +134,38 @@ func New(layouts Layouts, store Store, holds boxoffice.Holds, ttl time.Duration,
 	if now == nil {
 		now = time.Now
 	}
-	return &Cache{layouts: layouts, store: store, holds: holds, ttl: ttl, now: now, entries: map[boxoffice.ID]*Snapshot{}, counted: map[boxoffice.ID]*counted{}, refreshing: map[boxoffice.ID]bool{}, notBefore: map[boxoffice.ID]time.Time{}, invalidAt: map[boxoffice.ID]time.Time{}}
+	c := &Cache{layouts: layouts, store: store, holds: holds, ttl: ttl, now: now, refreshing: map[boxoffice.ID]bool{}}
+	c.SetMaxEvents(DefaultMaxEvents)
+	return c
+}
+
+// DefaultMaxEvents is how many events a cache keeps unless told otherwise
+// (SetMaxEvents).
+const DefaultMaxEvents = 1000
+
+// SetMaxEvents bounds what the cache keeps per event (snapshots, fresh
+// reads of statuses, rebuild bookkeeping) to the n events used last (n <=
+// 0 means DefaultMaxEvents): the least recently used event's go when one
+// more is needed, and it is rebuilt when read again. Call it before the
+// first Get: it empties the cache.
+func (c *Cache) SetMaxEvents(n int) {
+	if n <= 0 {
+		n = DefaultMaxEvents
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = lru.New[boxoffice.ID, *Snapshot](n)
+	c.counted = lru.New[boxoffice.ID, *counted](n)
+	c.notBefore = lru.New[boxoffice.ID, time.Time](n)
+	c.invalidAt = lru.New[boxoffice.ID, time.Time](n)
+}
+
+// Events is how many events the cache keeps something for: the most any
+// of its per-event caches holds, never more than the bound.
+func (c *Cache) Events() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(c.entries.Len(), c.counted.Len(), c.notBefore.Len(), c.invalidAt.Len())
 }
 
 // TTL is how long a snapshot is served.
@@ -147,9 +181,10 @@ func (c *Cache) Builds() int { return int(c.builds.Load()) }
 // an older copy is not served.
 func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error) {
 	c.mu.Lock()
-	snap := c.entries[eventID]
+	snap, _ := c.entries.Get(eventID)
+	notBefore, _ := c.notBefore.Get(eventID)
 	fresh := snap != nil && c.fresh(snap)
-	start := fresh && !c.younger(snap, c.TTLOf(snap)/2) && !c.refreshing[eventID] && !time.Now().Before(c.notBefore[eventID])
+	start := fresh && !c.younger(snap, c.TTLOf(snap)/2) && !c.refreshing[eventID] && !time.Now().Before(notBefore)
 	if start {
 		c.refreshing[eventID] = true
 	}
@@ -196,8 +231,8 @@ func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.
 			return nil, err
 		}
 		c.mu.Lock()
-		if cur := c.counted[eventID]; cur == nil || !cur.at.After(r.at) {
-			c.counted[eventID] = &counted{at: r.at, statuses: r.statuses}
+		if cur, _ := c.counted.Get(eventID); cur == nil || !cur.at.After(r.at) {
+			c.counted.Add(eventID, &counted{at: r.at, statuses: r.statuses})
 		}
 		c.mu.Unlock()
 		return r.statuses, nil
@@ -222,10 +257,10 @@ func (c *Cache) freshStatuses(eventID boxoffice.ID, maxAge time.Duration) []stri
 	now := c.now()
 	var st []string
 	var at time.Time
-	if s := c.entries[eventID]; s != nil {
+	if s, _ := c.entries.Get(eventID); s != nil {
 		st, at = s.Statuses, s.BuiltAt
 	}
-	if r := c.counted[eventID]; r != nil && (st == nil || r.at.After(at)) {
+	if r, _ := c.counted.Get(eventID); r != nil && (st == nil || r.at.After(at)) {
 		st, at = r.statuses, r.at
 	}
 	if st == nil || now.Sub(at) > maxAge {
@@ -238,9 +273,9 @@ func (c *Cache) freshStatuses(eventID boxoffice.ID, maxAge time.Duration) []stri
 // copies built until now are not adopted either.
 func (c *Cache) Invalidate(eventID boxoffice.ID) {
 	c.mu.Lock()
-	delete(c.entries, eventID)
-	delete(c.counted, eventID)
-	c.invalidAt[eventID] = c.now()
+	c.entries.Remove(eventID)
+	c.counted.Remove(eventID)
+	c.invalidAt.Add(eventID, c.now())
 	c.mu.Unlock()
 }
 
@@ -265,7 +300,7 @@ func (c *Cache) flight(ctx context.Context, eventID boxoffice.ID, ahead time.Dur
 	v, err, _ := c.sf.Do(eventID.String(), func() (any, error) {
 		// Another flight may have finished just before this one started.
 		c.mu.Lock()
-		cur := c.entries[eventID]
+		cur, _ := c.entries.Get(eventID)
 		c.mu.Unlock()
 		if cur != nil && c.wanted(cur, ahead) {
 			return cur, nil
@@ -311,10 +346,10 @@ func (c *Cache) wanted(s *Snapshot, ahead time.Duration) bool {
 
 func (c *Cache) keep(snap *Snapshot) {
 	c.mu.Lock()
-	if cur := c.entries[snap.EventID]; cur == nil || !cur.BuiltAt.After(snap.BuiltAt) {
-		c.entries[snap.EventID] = snap
+	if cur, _ := c.entries.Get(snap.EventID); cur == nil || !cur.BuiltAt.After(snap.BuiltAt) {
+		c.entries.Add(snap.EventID, snap)
 	}
-	delete(c.notBefore, snap.EventID)
+	c.notBefore.Remove(snap.EventID)
 	c.mu.Unlock()
 }
 
@@ -354,7 +389,7 @@ func (c *Cache) fromShared(ctx context.Context, eventID boxoffice.ID, cur *Snaps
 		// lease to lapse).
 		if cur != nil && c.fresh(cur) {
 			c.mu.Lock()
-			c.notBefore[eventID] = time.Now().Add(sharedPoll) // real time: it paces calls to the shared store
+			c.notBefore.Add(eventID, time.Now().Add(sharedPoll)) // real time: it paces calls to the shared store
 			c.mu.Unlock()
 			return cur, noop, nil
 		}
@@ -379,7 +414,7 @@ func (c *Cache) adopt(ctx context.Context, eventID boxoffice.ID, cur *Snapshot) 
 	}
 	builtAt, ok := peekBuiltAt(h, eventID)
 	c.mu.Lock()
-	invalidAt := c.invalidAt[eventID]
+	invalidAt, _ := c.invalidAt.Get(eventID)
 	c.mu.Unlock()
 	if !ok || (cur != nil && !builtAt.After(cur.BuiltAt)) || !builtAt.After(invalidAt) {
 		return nil, nil

@@ -20,6 +20,7 @@ type config struct {
 	Hold           time.Duration
 	PendingGrace   time.Duration
 	SeatmapTTL     time.Duration
+	CacheEvents    int
 	ReconcileEvery time.Duration
 	MaxSeats       int
 	NodeID         int
@@ -62,6 +63,7 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.Hold, "hold", 10*time.Minute, "how long a reserve holds its seats")
 	fs.DurationVar(&c.PendingGrace, "pending-grace", 5*time.Minute, "how long after its hold ran out the reconciler marks a pending booking expired")
 	fs.DurationVar(&c.SeatmapTTL, "seatmap-ttl", 10*time.Second, "how long a seat-map snapshot is served (also its Cache-Control max-age)")
+	fs.IntVar(&c.CacheEvents, "cache-events", 1000, "events each in-process cache keeps (layouts, seat maps, inventories, queue rates): the least recently used go first")
 	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 30*time.Second, "interval of the reconciler")
 	fs.IntVar(&c.MaxSeats, "max-seats-per-request", 10, "cap on the seats of one reserve request")
 	fs.IntVar(&c.NodeID, "node-id", 0, "a fixed Snowflake node id (0-1023), unique per process sharing a database; unset with --postgres: leased from PostgreSQL")
@@ -71,7 +73,7 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.Auth.MaxLifetime, "auth-max-lifetime", auth.DefaultMaxLifetime, "the longest a token may live (exp - iat); longer ones are refused")
 	fs.IntVar(&c.MaxStreams, "max-streams", 10000, "live status streams (SSE) this process serves at once; past it 429")
 	fs.IntVar(&c.StreamsPerUser, "streams-per-user", 4, "live status streams one user may hold open at once; past it 429")
-	fs.Float64Var(&c.ReadsPerUser, "rate-reads-per-user", 50, "reads (GET) per second per user; their burst is 4 times this (0: unlimited)")
+	fs.Float64Var(&c.ReadsPerUser, "rate-reads-per-user", 100, "reads (GET) per second per user; their burst is 4 times this (0: unlimited)")
 	fs.BoolVar(&c.PrintTokens, "print-tokens", true, "print sign-in tokens at start (only ever for the embedded store on a loopback address)")
 	fs.DurationVar(&c.SlowPayment, "slow-payment", 3*time.Second, "how long the test token tok_slow takes")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")

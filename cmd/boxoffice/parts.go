@@ -112,6 +112,9 @@ func openParts(ctx context.Context, c config, log *slog.Logger, nodeIDSet bool) 
 	if c.QueueSlots < 1 || c.QueueSlots > 64 {
 		return nil, fmt.Errorf("--queue-slots %d: want 1 to 64", c.QueueSlots)
 	}
+	if c.CacheEvents < 0 {
+		return nil, fmt.Errorf("--cache-events %d: want 1 or more", c.CacheEvents)
+	}
 	if c.Kafka != "" && (c.Redis == "" || c.Postgres == "") {
 		return nil, fmt.Errorf("--kafka needs --redis and --postgres: the queue's state lives in Redis, its outcomes in PostgreSQL")
 	}

@@ -150,8 +150,10 @@ func newApp(ctx context.Context, c config, fs *flag.FlagSet, getenv func(string)
 		Queue: p.queue, RequestLog: p.reqLog, Notifier: p.notifier},
 		sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats,
 			MaxLivePerUser: c.QueueMaxLive, PreQueueWindow: c.PreQueue, HandoverGrace: c.HandoverGrace,
-			OfferWindow: c.OfferWindow, PublicFirst: c.PublicFirst, AdmitDeadline: p.admitDeadline, DrainPrior: c.DrainPrior})
+			OfferWindow: c.OfferWindow, PublicFirst: c.PublicFirst, AdmitDeadline: p.admitDeadline, DrainPrior: c.DrainPrior,
+			CacheEvents: c.CacheEvents})
 	seats := seatmap.New(svc, p.store, p.holds, c.SeatmapTTL, nil)
+	seats.SetMaxEvents(c.CacheEvents)
 	if p.shared != nil {
 		seats.Share(p.shared, p.leases)
 	}
