@@ -27,33 +27,8 @@ func TestProduction(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers, real waiting")
 	}
-	pgURL := envOr("BOXOFFICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	redisURL := envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0")
-	admin, err := pgx.Connect(ctx, pgURL)
-	if err != nil {
-		unreachable(t, "PostgreSQL", err)
-	}
-	t.Cleanup(func() { admin.Close(ctx) })
-	client, err := redis.Dial(redisURL)
-	if err != nil {
-		unreachable(t, "Redis", err)
-	}
-	t.Cleanup(client.Close)
-
-	// One in-process Kafka broker for the run; each stack has a topic and
-	// a consumer group of its own.
-	seeds, stopKafka, err := kafka.StartFake("127.0.0.1:0", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stopKafka)
-	kc, err := kafka.Open(kafka.Config{Seeds: seeds})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-
-	Run(t, func(t *testing.T) *Stack { return productionStack(t, admin, pgURL, client, kc, 1) })
+	env := newProductionEnv(t, "Redis", envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0"))
+	Run(t, func(t *testing.T) *Stack { return env.stack(t, 1) })
 }
 
 // TestProductionQueueSlots runs the queue's part of the suite with every
@@ -64,32 +39,49 @@ func TestProductionQueueSlots(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers, real waiting")
 	}
-	pgURL := envOr("BOXOFFICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 	nodes := os.Getenv("BOXOFFICE_TEST_REDIS_CLUSTER")
 	if nodes == "" {
 		unreachable(t, "the Redis Cluster", errors.New("BOXOFFICE_TEST_REDIS_CLUSTER is not set (scripts/redis-cluster.sh start DIR prints it)"))
 	}
-	admin, err := pgx.Connect(ctx, pgURL)
-	if err != nil {
+	env := newProductionEnv(t, "the Redis Cluster", nodes)
+	RunQueue(t, func(t *testing.T) *Stack { return env.stack(t, 3) })
+}
+
+// productionEnv is what the production stacks of one run share: the
+// PostgreSQL admin connection, a Redis client, and one in-process Kafka
+// broker (each stack has a topic and a consumer group of its own).
+type productionEnv struct {
+	pgURL  string
+	admin  *pgx.Conn
+	client rueidis.Client
+	kc     *kafka.Client
+}
+
+func newProductionEnv(t *testing.T, redisName, redisAddr string) *productionEnv {
+	e := &productionEnv{pgURL: envOr("BOXOFFICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")}
+	var err error
+	if e.admin, err = pgx.Connect(ctx, e.pgURL); err != nil {
 		unreachable(t, "PostgreSQL", err)
 	}
-	t.Cleanup(func() { admin.Close(ctx) })
-	client, err := redis.Dial(nodes)
-	if err != nil {
-		unreachable(t, "the Redis Cluster", err)
+	t.Cleanup(func() { e.admin.Close(ctx) })
+	if e.client, err = redis.Dial(redisAddr); err != nil {
+		unreachable(t, redisName, err)
 	}
-	t.Cleanup(client.Close)
+	t.Cleanup(e.client.Close)
 	seeds, stopKafka, err := kafka.StartFake("127.0.0.1:0", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stopKafka)
-	kc, err := kafka.Open(kafka.Config{Seeds: seeds})
-	if err != nil {
+	if e.kc, err = kafka.Open(kafka.Config{Seeds: seeds}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(kc.Close)
-	RunQueue(t, func(t *testing.T) *Stack { return productionStack(t, admin, pgURL, client, kc, 3) })
+	t.Cleanup(e.kc.Close)
+	return e
+}
+
+func (e *productionEnv) stack(t *testing.T, slots int) *Stack {
+	return productionStack(t, e.admin, e.pgURL, e.client, e.kc, slots)
 }
 
 // productionStack is a stack of the production shape, each test in a
