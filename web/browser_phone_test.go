@@ -8,7 +8,6 @@ package web_test
 // is timed: every wait is for a state of the page.
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/sale"
 )
 
 // phone makes the tab a 390×844 phone.
@@ -211,19 +209,7 @@ func TestBrowserBuyerWords(t *testing.T) {
 	browser := newBrowser(t)
 	s := newStack(t)
 	ev := s.event(t, boxoffice.Event{Name: "Plain Words", Refundable: true, RefundCutoffHours: 24, ResaleCapPercent: 100})
-	ctx := context.Background()
-	seller := boxoffice.User{ID: "seller"}
-	var bookings []string
-	for i, seats := range [][]string{{"Stalls-A-1"}, {"Stalls-B-1"}} {
-		r, err := s.Service.Reserve(ctx, seller, sale.ReserveRequest{EventID: ev.ID, SeatIDs: seats, IdempotencyKey: fmt.Sprint("r", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Service.Confirm(ctx, seller, sale.ConfirmRequest{BookingID: r.BookingID, PaymentToken: "tok_visa", IdempotencyKey: fmt.Sprint("c", i)}); err != nil {
-			t.Fatal(err)
-		}
-		bookings = append(bookings, r.BookingID.String())
-	}
+	bookings := s.buy(t, "seller", ev.ID, "Stalls-A-1", "Stalls-B-1")
 
 	// A resale price over the cap: the server's "at most 8500 cents"
 	// reaches the seller as money.

@@ -113,6 +113,26 @@ func (s *stack) event(t *testing.T, e boxoffice.Event) *boxoffice.Event {
 }
 
 // call is one API request for the test's own set-up and checks.
+// buy books and pays each seat for user, one booking a seat, and returns
+// the bookings' ids.
+func (s *stack) buy(t *testing.T, user string, eventID boxoffice.ID, seats ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	u := boxoffice.User{ID: user}
+	var bookings []string
+	for i, seat := range seats {
+		r, err := s.Service.Reserve(ctx, u, sale.ReserveRequest{EventID: eventID, SeatIDs: []string{seat}, IdempotencyKey: fmt.Sprint("r", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Service.Confirm(ctx, u, sale.ConfirmRequest{BookingID: r.BookingID, PaymentToken: "tok_visa", IdempotencyKey: fmt.Sprint("c", i)}); err != nil {
+			t.Fatal(err)
+		}
+		bookings = append(bookings, r.BookingID.String())
+	}
+	return bookings
+}
+
 func (s *stack) call(t *testing.T, method, path, token string, body any, key string) (int, map[string]any) {
 	t.Helper()
 	var rd io.Reader
@@ -571,17 +591,7 @@ func TestBrowserResaleAndWaitlist(t *testing.T) {
 	browser := newBrowser(t)
 	s := newStack(t)
 	ev := s.event(t, boxoffice.Event{Name: "Second Chances", Refundable: true, RefundCutoffHours: 24, ResaleCapPercent: 100})
-	ctx := context.Background()
-	seller := boxoffice.User{ID: "seller"}
-	for i, seats := range [][]string{{"Stalls-A-1"}, {"Stalls-B-1"}} {
-		r, err := s.Service.Reserve(ctx, seller, sale.ReserveRequest{EventID: ev.ID, SeatIDs: seats, IdempotencyKey: fmt.Sprint("r", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Service.Confirm(ctx, seller, sale.ConfirmRequest{BookingID: r.BookingID, PaymentToken: "tok_visa", IdempotencyKey: fmt.Sprint("c", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s.buy(t, "seller", ev.ID, "Stalls-A-1", "Stalls-B-1")
 
 	// The seller lists Stalls-A-1 from My tickets.
 	sellerTab := newTab(t, browser, s, "seller", s.Token(t, "seller", ""))
