@@ -9,13 +9,12 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/lru"
 )
 
 // QueueState is boxoffice.QueueState on Redis. An event's queue lives in
@@ -57,10 +56,10 @@ type QueueState struct {
 	// up again with the number configured then.
 	Slots int
 
-	known      sync.Map // boxoffice.ID → int: an initialized event's slots
-	knownCount atomic.Int64
-	tags       sync.Map // tagsOf → []string: the key prefixes of an event's slots
-	tagCount   atomic.Int64
+	// The slots of the events initialized, and their key prefixes, for
+	// the maxKnown events used last.
+	known *lru.Cache[boxoffice.ID, int]
+	tags  *lru.Cache[tagsOf, []string]
 }
 
 var _ boxoffice.QueueState = (*QueueState)(nil)
@@ -69,7 +68,8 @@ var _ boxoffice.QueueState = (*QueueState)(nil)
 // '{' or '}' (it panics if it does).
 func NewQueueState(client rueidis.Client, prefix string) *QueueState {
 	checkPrefix(prefix)
-	return &QueueState{client: client, prefix: prefix, TTL: 24 * time.Hour}
+	return &QueueState{client: client, prefix: prefix, TTL: 24 * time.Hour,
+		known: lru.New[boxoffice.ID, int](maxKnown), tags: lru.New[tagsOf, []string](maxKnown)}
 }
 
 func (q *QueueState) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -92,17 +92,14 @@ func (q *QueueState) slot(eventID boxoffice.ID, j, k int) string {
 		return q.base(eventID)
 	}
 	key := tagsOf{eventID, k}
-	if v, ok := q.tags.Load(key); ok {
-		return v.([]string)[j]
+	if prefixes, ok := q.tags.Get(key); ok {
+		return prefixes[j]
 	}
 	prefixes := make([]string, k)
 	for i := range prefixes {
 		prefixes[i] = q.prefix + "q:{" + slotTag(eventID, i, k) + "}:"
 	}
-	if _, loaded := q.tags.LoadOrStore(key, prefixes); !loaded && q.tagCount.Add(1) > maxKnown {
-		q.tags.Clear()
-		q.tagCount.Store(0)
-	}
+	q.tags.Add(key, prefixes)
 	return prefixes[j]
 }
 
@@ -186,10 +183,10 @@ func (q *QueueState) configured() int { return max(1, q.Slots) }
 // initialization (1 for an event initialized before slots were recorded),
 // or, for an event not initialized (new, or lost by its Redis), the number
 // configured now, which its Init will record. Initialized events are
-// remembered (a bounded cache: it starts over past maxKnown events).
+// remembered (the maxKnown used last).
 func (q *QueueState) slotsOf(ctx context.Context, eventID boxoffice.ID) (int, error) {
-	if k, ok := q.known.Load(eventID); ok {
-		return k.(int), nil
+	if k, ok := q.known.Get(eventID); ok {
+		return k, nil
 	}
 	vs, err := q.client.Do(ctx, q.client.B().Hmget().Key(q.base(eventID)+"n").Field("init", "slots").Build()).ToArray()
 	if err != nil || len(vs) != 2 {
@@ -202,18 +199,12 @@ func (q *QueueState) slotsOf(ctx context.Context, eventID boxoffice.ID) (int, er
 	if v, err := vs[1].AsInt64(); err == nil && v > 1 {
 		k = int(v)
 	}
-	q.remember(eventID, k)
+	q.known.Add(eventID, k)
 	return k, nil
 }
 
+// maxKnown bounds the events whose slots a QueueState remembers.
 const maxKnown = 1 << 16
-
-func (q *QueueState) remember(eventID boxoffice.ID, k int) {
-	if _, loaded := q.known.LoadOrStore(eventID, k); !loaded && q.knownCount.Add(1) > maxKnown {
-		q.known.Clear()
-		q.knownCount.Store(0)
-	}
-}
 
 // slotsOfAll is slotsOf for the events of a batch.
 func (q *QueueState) slotsOfAll(ctx context.Context, events []boxoffice.ID) (map[boxoffice.ID]int, error) {

@@ -163,7 +163,7 @@ func (q *QueueState) Init(ctx context.Context, eventID boxoffice.ID, epoch []str
 			}
 		}
 	}
-	q.remember(eventID, int(k))
+	q.known.Add(eventID, int(k))
 	return true, nil
 }
 
