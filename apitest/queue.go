@@ -717,23 +717,25 @@ func testStreamLimits(t *testing.T, s *Stack) {
 		t.Fatalf("one stream too many: %v %v, want 429 with Retry-After", resp, err)
 	}
 	resp.Body.Close()
-	streams[0].Body.Close()
-	streams = streams[1:]
-	deadline := time.Now().Add(10 * time.Second) // the server sees the close at its next write
-	for {
-		resp, err := open(fan.token)
-		if err == nil && resp.StatusCode == http.StatusOK {
-			streams = append(streams, resp)
-			break
+	// A stream's place comes back once the server sees its close (at its
+	// next write): openOnce waits for that, up to 10 s.
+	openOnce := func(token, what string) *http.Response {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			resp, err := open(token)
+			if err == nil && resp.StatusCode == http.StatusOK {
+				return resp
+			}
+			if err == nil {
+				resp.Body.Close()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v %v", what, resp, err)
+			}
 		}
-		if err == nil {
-			resp.Body.Close()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a closed stream's place never came back: %v %v", resp, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	streams[0].Body.Close()
+	streams = append(streams[1:], openOnce(fan.token, "a closed stream's place never came back"))
 
 	// A token about to expire: its stream ends with it.
 	short, err := s.Auth.Issue("streamer", "", 2*time.Second)
@@ -744,19 +746,7 @@ func testStreamLimits(t *testing.T, s *Stack) {
 		st.Body.Close() // room for one more
 	}
 	streams = nil
-	var brief *http.Response
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if brief, err = open(short); err == nil && brief.StatusCode == http.StatusOK {
-			break
-		}
-		if err == nil {
-			brief.Body.Close()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no stream with the short token: %v %v", brief, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	brief := openOnce(short, "no stream with the short token")
 	defer brief.Body.Close()
 	ended := make(chan error, 1)
 	go func() { _, err := io.Copy(io.Discard, brief.Body); ended <- err }()
