@@ -16,8 +16,8 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/auth"
-	"github.com/boxoffice/boxoffice/httpapi"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/node"
 	"github.com/boxoffice/boxoffice/queuetest"
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
@@ -163,18 +163,24 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	if p.QueueStorm == 0 {
 		p.QueueStorm = 10_500
 	}
-	svc := sale.New(sale.Deps{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Payments: pay, IDs: ids, Now: now, Log: log,
-		Queue: p.Queue, RequestLog: p.Log, Notifier: p.Notifier},
-		sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second,
-			HandoverGrace: p.HandoverGrace, OfferWindow: p.OfferWindow, AdmitDeadline: p.AdmitDeadline})
-	seats := seatmap.New(svc, p.Store, p.Holds, p.SeatmapTTL, now)
-	if p.Shared != nil {
-		seats.Share(p.Shared, p.Leases)
+	// The node serve runs, on the test's parts and clock: the API with the
+	// browser UI and the metrics, the live streams' notices and, with a
+	// queue, the pre-queue opener. Workers start on demand; the upkeep's
+	// returns pass runs when a test advances time (Stack.Advance).
+	n, err := node.New(ctx, node.Options{
+		Parts: &node.Parts{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Shared: p.Shared,
+			Queue: p.Queue, RequestLog: p.Log, Notifier: p.Notifier, IDs: ids, AdmitDeadline: p.AdmitDeadline},
+		Sale: sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second,
+			HandoverGrace: p.HandoverGrace, OfferWindow: p.OfferWindow},
+		SeatmapTTL: p.SeatmapTTL, Payments: pay, Auth: a, Metrics: true,
+		API: true, OpenerEvery: 20 * time.Millisecond, Now: now, Log: log,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	svc.UseAvailability(seats)
-	api := httpapi.New(svc, seats, a, log)
-	srv := httptest.NewServer(api)
-	st := &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: seats, Auth: a,
+	svc := n.Sale
+	srv := httptest.NewServer(n.Handler())
+	st := &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: n.Seats, Auth: a,
 		AdvanceClock: p.Advance, HoldTTL: p.HoldTTL, OfferWindow: p.OfferWindow, PendingGrace: p.PendingGrace,
 		SeatmapTTL: p.SeatmapTTL, Now: now, Queue: p.Queue, Log: p.Log, QueueStorm: p.QueueStorm,
 		queueSlots: p.QueueSlots, slotOf: p.SlotOf}
@@ -184,15 +190,8 @@ func NewStack(t testing.TB, p Parts) *Stack {
 			t.Errorf("returns pass: %v", err)
 		}
 	}
-	// The background parts of a process: the notices into the streams and,
-	// with a queue, the opener of pre-queues. Workers start on demand.
-	bg, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = api.Listen(bg, p.Notifier) })
-	if p.Queue != nil {
-		wg.Go(func() { svc.RunOpener(bg, 20*time.Millisecond) })
-	}
-	t.Cleanup(func() { stop(); srv.Close(); wg.Wait() })
+	n.Start(context.Background())
+	t.Cleanup(func() { srv.Close(); n.Close() })
 	return st
 }
 

@@ -13,7 +13,8 @@ import (
 // PostgresAuditor audits the production store through a pgx pool (the
 // server's own database; the audit only reads).
 type PostgresAuditor struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	owned bool // Close closes the pool
 }
 
 var _ Auditor = (*PostgresAuditor)(nil)
@@ -22,7 +23,12 @@ var _ Auditor = (*PostgresAuditor)(nil)
 // the pool: its owner does.
 func NewPostgresAuditor(pool *pgxpool.Pool) *PostgresAuditor { return &PostgresAuditor{pool: pool} }
 
-func (a *PostgresAuditor) Close() error { return nil }
+func (a *PostgresAuditor) Close() error {
+	if a.owned {
+		a.pool.Close()
+	}
+	return nil
+}
 
 func (a *PostgresAuditor) Oversold(ctx context.Context, eventID boxoffice.ID) (int, error) {
 	var n int
@@ -113,4 +119,19 @@ func (a *PostgresAuditor) Confirmed(ctx context.Context, eventID boxoffice.ID) (
 		out[strconv.FormatInt(id, 10)] = true
 	}
 	return out, rows.Err()
+}
+
+// OpenPostgresAuditor audits the database at url over a pool of its own,
+// closed by Close: the drill reads the store from outside, as an auditor
+// would.
+func OpenPostgresAuditor(ctx context.Context, url string) (*PostgresAuditor, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &PostgresAuditor{pool: pool, owned: true}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/internal/lru"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // Availability reads an event's seat statuses in layout order
@@ -23,11 +24,6 @@ type Availability interface {
 // one has run out of free blocks: rebuilt at most about once a second per
 // event, whatever the number of requests.
 const freshMap = time.Second
-
-// UseAvailability gives the service the seat map to pick best-available
-// seats from (the cache is built over the service, hence not in Deps).
-// Without one, candidates come from the store and the lock layer directly.
-func (s *Service) UseAvailability(a Availability) { s.avail = a }
 
 // bestAttempts bounds the blocks one best-available request tries on each
 // view of the seats: with a seat map a few seconds old most candidates are
@@ -46,7 +42,7 @@ const takenMemory = 30 * time.Second
 // layer decides, so a block someone took meanwhile is struck off and the
 // next is tried. When those run out it reads the seats afresh (the store
 // and the lock layer) and tries again. ESEATTAKEN when no block is left.
-func (s *Service) holdBest(ctx context.Context, l *Layout, best *boxoffice.BestAvailable, owner boxoffice.ID, ttl time.Duration) (boxoffice.Hold, error) {
+func (s *Service) holdBest(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, owner boxoffice.ID, ttl time.Duration) (boxoffice.Hold, error) {
 	for _, fresh := range []bool{false, true} {
 		free, err := s.freeSeats(ctx, l, best, fresh)
 		if err != nil {
@@ -88,7 +84,7 @@ func (s *Service) holdBest(ctx context.Context, l *Layout, best *boxoffice.BestA
 // freeSeats returns, in layout order, the seats best wants that look free
 // in the seat map (fresh: one at most freshMap old); without one, in the
 // store and the lock layer.
-func (s *Service) freeSeats(ctx context.Context, l *Layout, best *boxoffice.BestAvailable, fresh bool) ([]boxoffice.Seat, error) {
+func (s *Service) freeSeats(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, fresh bool) ([]boxoffice.Seat, error) {
 	var statuses []string
 	if s.avail != nil {
 		maxAge := time.Duration(0)
@@ -141,7 +137,7 @@ func (s *Service) freeSeats(ctx context.Context, l *Layout, best *boxoffice.Best
 // the row's centre, so a row fills from its centre outwards. A block that
 // would leave a single seat stranded beside it is passed over while
 // another will do, lest every pair split a row into unsellable singles.
-func bestBlock(l *Layout, free []boxoffice.Seat, n int, taken map[string]bool) []string {
+func bestBlock(l *layout.Layout, free []boxoffice.Seat, n int, taken map[string]bool) []string {
 	for start := 0; start < len(free); {
 		end := start + 1
 		for end < len(free) && free[end].Section == free[start].Section && free[end].Row == free[start].Row {
@@ -156,8 +152,8 @@ func bestBlock(l *Layout, free []boxoffice.Seat, n int, taken map[string]bool) [
 }
 
 // centreBlock is bestBlock within one row's free seats.
-func centreBlock(l *Layout, row []boxoffice.Seat, n int, taken map[string]bool) []string {
-	centre := float64(1+l.seatsPerRow[row[0].Section]) / 2
+func centreBlock(l *layout.Layout, row []boxoffice.Seat, n int, taken map[string]bool) []string {
+	centre := float64(1+l.SeatsPerRow(row[0].Section)) / 2
 	best, bestScore := -1, math.Inf(1)
 	for i := 0; i < len(row); {
 		if taken[row[i].ID] {

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // Best available takes the best row first and fills it from its centre
 // outwards, without stranding single seats while it can help it.
 func TestBestBlockFromTheCentreOfTheBestRow(t *testing.T) {
-	l := newLayout(&boxoffice.Event{Sections: []boxoffice.Section{
+	l := layout.Of(&boxoffice.Event{Sections: []boxoffice.Section{
 		{Name: "F", PriceTier: "t", Rows: 2, SeatsPerRow: 20},
 		{Name: "S", PriceTier: "t", Rows: 1, SeatsPerRow: 4},
 		{Name: "O", PriceTier: "t", Rows: 1, SeatsPerRow: 5},

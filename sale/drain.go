@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // ServeBatch is the booking worker's handler for a batch of the request
@@ -95,7 +96,7 @@ func (s *Service) serveOnce(ctx context.Context, rs []*boxoffice.QueuedRequest) 
 // its outcome, err says why it is left for another delivery.
 type queued struct {
 	r       *boxoffice.QueuedRequest
-	l       *Layout
+	l       *layout.Layout
 	req     ReserveRequest
 	hash    string
 	release func()    // the in-flight lease

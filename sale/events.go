@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // CreateEvent validates and stores a new event; admins only. A zero
@@ -41,7 +42,7 @@ func (s *Service) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffic
 		return nil, err
 	}
 	e.DrawSeed = nil // secret until the draw: kept by the store alone
-	s.layouts.Store(e.ID, newLayout(e))
+	s.layouts.Add(layout.Of(e))
 	return e, nil
 }
 

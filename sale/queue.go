@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // QueueTicket is the front door's answer to a reserve for a queued sale
@@ -114,7 +115,7 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 // sell-out gets its own ticket back. Both nil: the request goes on to the
 // queue. Without an inventory (no seat map, or it cannot be read) the
 // queue decides, as before.
-func (s *Service) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *Layout, req ReserveRequest, hash string) (*QueueTicket, error) {
+func (s *Service) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *layout.Layout, req ReserveRequest, hash string) (*QueueTicket, error) {
 	inv, err := s.inventory(ctx, l)
 	if err != nil {
 		return nil, nil
@@ -149,7 +150,7 @@ func (s *Service) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *Lay
 // assumed to take, per request, as many seats as the served ones did (or,
 // before any was served, as many as this one asks), spread over the event
 // as what is left is: the request's kind keeps its share.
-func (s *Service) seatsAtTurn(ctx context.Context, t *QueueTicket, l *Layout, r *boxoffice.QueuedRequest, prog boxoffice.QueueProgress) {
+func (s *Service) seatsAtTurn(ctx context.Context, t *QueueTicket, l *layout.Layout, r *boxoffice.QueuedRequest, prog boxoffice.QueueProgress) {
 	inv, err := s.inventory(ctx, l)
 	if err != nil || inv == nil {
 		return

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // ListRequest puts a ticket on the resale market.
@@ -195,7 +196,7 @@ func (s *Service) MyPayouts(ctx context.Context, u boxoffice.User) ([]PayoutView
 	return out, nil
 }
 
-func (s *Service) listingView(l *Layout, ls *boxoffice.Listing, seller bool) *ListingView {
+func (s *Service) listingView(l *layout.Layout, ls *boxoffice.Listing, seller bool) *ListingView {
 	st, _ := l.Seat(ls.SeatID)
 	v := &ListingView{ListingID: ls.ID, EventID: ls.EventID, SeatID: ls.SeatID, Section: st.Section, Row: st.Row,
 		Number: st.Number, PriceTier: st.PriceTier, PriceCents: ls.PriceCents, FaceValueCents: st.PriceCents,

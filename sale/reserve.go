@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // ReserveRequest asks to hold seats of a direct sale, or (ListingID) to
@@ -68,7 +69,7 @@ func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequ
 // checkReserve validates a reserve request against its event: the key, the
 // event, the seats (or the best-available ask). hash fingerprints the
 // request for idempotency.
-func (s *Service) checkReserve(ctx context.Context, req ReserveRequest) (l *Layout, hash string, err error) {
+func (s *Service) checkReserve(ctx context.Context, req ReserveRequest) (l *layout.Layout, hash string, err error) {
 	if err := checkKey(req.IdempotencyKey); err != nil {
 		return nil, "", err
 	}
@@ -85,7 +86,7 @@ func (s *Service) checkReserve(ctx context.Context, req ReserveRequest) (l *Layo
 		}
 		return l, requestHash("reserve-best", req.EventID.String(), strconv.Itoa(b.Quantity), b.Section, b.PriceTier), nil
 	}
-	if _, err := boxoffice.ValidateSeatSelection(l.index, req.SeatIDs, limit); err != nil {
+	if _, err := l.Select(req.SeatIDs, limit); err != nil {
 		return nil, "", err
 	}
 	sorted := slices.Clone(req.SeatIDs)
@@ -103,7 +104,7 @@ func saleClosed(ev *boxoffice.Event, now time.Time) error {
 // reserve holds the seats and writes the pending booking with its
 // idempotency record, under a new booking id. A resale purchase passes its
 // listing: one seat, at the listing's price.
-func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req ReserveRequest, hash string, listing *boxoffice.Listing) (*ReserveResult, error) {
+func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *layout.Layout, req ReserveRequest, hash string, listing *boxoffice.Listing) (*ReserveResult, error) {
 	ev := l.Event
 	// The lease first: a running first request holds it, and this retry
 	// gets 409; a finished one has left its record.
@@ -184,7 +185,7 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *Layout, req 
 }
 
 // seatsAmount is what the seats cost at their sections' prices.
-func (s *Service) seatsAmount(l *Layout, seats []string) int64 {
+func (s *Service) seatsAmount(l *layout.Layout, seats []string) int64 {
 	var amount int64
 	for _, seat := range seats {
 		st, _ := l.Seat(seat)
@@ -196,7 +197,7 @@ func (s *Service) seatsAmount(l *Layout, seats []string) int64 {
 // newBooking is the pending booking of a granted hold (its owner is the
 // booking's id) asked for at start, and the answer to its reserve; best
 // says the seats were picked for the buyer, who is then told which.
-func (s *Service) newBooking(l *Layout, userID string, hold boxoffice.Hold, start time.Time, best bool, amount int64, listingID boxoffice.ID) (*boxoffice.Booking, *ReserveResult) {
+func (s *Service) newBooking(l *layout.Layout, userID string, hold boxoffice.Hold, start time.Time, best bool, amount int64, listingID boxoffice.ID) (*boxoffice.Booking, *ReserveResult) {
 	now := s.now()
 	b := &boxoffice.Booking{
 		ID: hold.Owner, EventID: l.Event.ID, UserID: userID, SeatIDs: hold.SeatIDs, Status: boxoffice.BookingPending,

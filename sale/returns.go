@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // Seats that come back. A released, expired or cancelled booking leaves a
@@ -192,7 +193,7 @@ func (s *Service) handleReturn(ctx context.Context, ret boxoffice.SeatReturn) (o
 // suit its section and tier, side by side in one row when the pool has
 // them, else the first in layout order; nil when the pool cannot serve it.
 // A listing is one seat, offered only to an entry that wants one.
-func pickSeats(l *Layout, pool []string, e *boxoffice.WaitlistEntry, listing bool) []string {
+func pickSeats(l *layout.Layout, pool []string, e *boxoffice.WaitlistEntry, listing bool) []string {
 	if listing && e.Quantity != 1 {
 		return nil
 	}
@@ -205,7 +206,7 @@ func pickSeats(l *Layout, pool []string, e *boxoffice.WaitlistEntry, listing boo
 	if len(fit) < e.Quantity {
 		return nil
 	}
-	slices.SortFunc(fit, func(a, b boxoffice.Seat) int { return l.order[a.ID] - l.order[b.ID] })
+	slices.SortFunc(fit, func(a, b boxoffice.Seat) int { return l.Order(a.ID) - l.Order(b.ID) })
 	start := 0
 	for i := 0; i+e.Quantity <= len(fit); i++ {
 		first, last := fit[i], fit[i+e.Quantity-1]
@@ -228,7 +229,7 @@ func pickSeats(l *Layout, pool []string, e *boxoffice.WaitlistEntry, listing boo
 // (the user's ticket limit, an entry that moved on, a seat sold under it)
 // hands its seats back to holder, and the pass goes on with the next
 // entry.
-func (s *Service) offer(ctx context.Context, l *Layout, e *boxoffice.WaitlistEntry, pick []string, holder boxoffice.ID, listing *boxoffice.Listing) (ok bool, drop []string, _ error) {
+func (s *Service) offer(ctx context.Context, l *layout.Layout, e *boxoffice.WaitlistEntry, pick []string, holder boxoffice.ID, listing *boxoffice.Listing) (ok bool, drop []string, _ error) {
 	id, err := s.ids.NextID()
 	if err != nil {
 		return false, nil, err

@@ -14,11 +14,10 @@ import (
 	"log/slog"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/internal/combine"
 	"github.com/boxoffice/boxoffice/internal/lru"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // Config is the service's policy.
@@ -144,15 +143,13 @@ type Service struct {
 	estimator *estimator
 	admitter  *combine.Combiner[admission, admitted]
 
-	// layouts caches the expanded seat layouts of the Config.CacheEvents
-	// events used last; events are immutable once created, so entries
-	// never go stale.
-	layouts   layoutCache
-	layoutsSF singleflight.Group
+	// layouts are the events' expanded seat layouts, shared with the seat
+	// map.
+	layouts *layout.Cache
 
 	// returnsKick wakes RunReturns at once when this process freed seats.
 	returnsKick chan struct{}
-	// avail is the seat map best available picks from (UseAvailability);
+	// avail is the seat map best available picks from (Deps.Availability);
 	// taken, the seats this process saw taken since.
 	avail Availability
 	taken takenSeats
@@ -175,6 +172,13 @@ type Deps struct {
 	Queue      boxoffice.QueueState
 	RequestLog boxoffice.RequestLog
 	Notifier   boxoffice.Notifier
+	// Layouts are the events' seat layouts, shared with the seat map; nil:
+	// a cache of Config.CacheEvents layouts over Store.
+	Layouts *layout.Cache
+	// Availability is the seat map best available and the inventory counts
+	// read; nil: candidates come from the store and the lock layer
+	// directly.
+	Availability Availability
 }
 
 // New returns a Service.
@@ -188,9 +192,12 @@ func New(d Deps, cfg Config) *Service {
 	}
 	s := &Service{store: d.Store, holds: d.Holds, leases: d.Leases, payments: d.Payments,
 		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier, returnsKick: make(chan struct{}, 1),
-		layouts: layoutCache{lru.New[boxoffice.ID, *Layout](cfg.CacheEvents)},
-		taken:   takenSeats{seats: lru.New[boxoffice.ID, map[string]time.Time](cfg.CacheEvents)},
-		invs:    inventories{ev: lru.New[boxoffice.ID, *inventoryEntry](cfg.CacheEvents)}}
+		layouts: d.Layouts, avail: d.Availability,
+		taken: takenSeats{seats: lru.New[boxoffice.ID, map[string]time.Time](cfg.CacheEvents)},
+		invs:  inventories{ev: lru.New[boxoffice.ID, *inventoryEntry](cfg.CacheEvents)}}
+	if s.layouts == nil {
+		s.layouts = layout.NewCache(d.Store, cfg.CacheEvents)
+	}
 	if d.Queue != nil && d.RequestLog != nil {
 		s.queue, s.reqLog = d.Queue, d.RequestLog
 		s.admitter = newAdmitter(s)
@@ -202,74 +209,10 @@ func New(d Deps, cfg Config) *Service {
 // Config returns the effective configuration (defaults applied).
 func (s *Service) Config() Config { return s.cfg }
 
-// layoutCache is the bounded cache of layouts.
-type layoutCache struct {
-	*lru.Cache[boxoffice.ID, *Layout]
-}
-
-// Store caches an event's layout (CreateEvent's call, as on the sync.Map
-// it was).
-func (c layoutCache) Store(id boxoffice.ID, l *Layout) { c.Add(id, l) }
-
-// Layout is an event with its seats expanded and indexed.
-type Layout struct {
-	Event *boxoffice.Event
-	Seats []boxoffice.Seat
-	index map[string]boxoffice.Seat
-	order map[string]int // seat id → its place in Seats
-	// seatsPerRow of each section, by name: where a row's centre is.
-	seatsPerRow map[string]int
-}
-
-// Seat returns a seat of the layout by id.
-func (l *Layout) Seat(id string) (boxoffice.Seat, bool) {
-	s, ok := l.index[id]
-	return s, ok
-}
-
-// SeatIDs returns every seat id in layout order.
-func (l *Layout) SeatIDs() []string {
-	ids := make([]string, len(l.Seats))
-	for i, s := range l.Seats {
-		ids[i] = s.ID
-	}
-	return ids
-}
-
-// Layout returns the event's layout, from the cache when it can.
-// ENOTFOUND for an unknown event.
-func (s *Service) Layout(ctx context.Context, eventID boxoffice.ID) (*Layout, error) {
-	if l, ok := s.layouts.Get(eventID); ok {
-		return l, nil
-	}
-	v, err, _ := s.layoutsSF.Do(eventID.String(), func() (any, error) {
-		e, err := s.store.Event(ctx, eventID)
-		if err != nil {
-			return nil, err
-		}
-		l := newLayout(e)
-		s.layouts.Store(eventID, l)
-		return l, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*Layout), nil
-}
-
-func newLayout(e *boxoffice.Event) *Layout {
-	seats := e.Seats()
-	idx := make(map[string]boxoffice.Seat, len(seats))
-	order := make(map[string]int, len(seats))
-	for i, st := range seats {
-		idx[st.ID] = st
-		order[st.ID] = i
-	}
-	perRow := make(map[string]int, len(e.Sections))
-	for _, sec := range e.Sections {
-		perRow[sec.Name] = sec.SeatsPerRow
-	}
-	return &Layout{Event: e, Seats: seats, index: idx, order: order, seatsPerRow: perRow}
+// Layout returns the event's layout (layout.Cache.Get). ENOTFOUND for an
+// unknown event.
+func (s *Service) Layout(ctx context.Context, eventID boxoffice.ID) (*layout.Layout, error) {
+	return s.layouts.Get(ctx, eventID)
 }
 
 // randomCode returns n random bytes in unpadded base32: ticket codes and

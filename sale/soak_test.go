@@ -10,6 +10,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/layout"
 	"github.com/boxoffice/boxoffice/seatmap"
 	"github.com/boxoffice/boxoffice/snowflake"
 	"github.com/boxoffice/boxoffice/sqlite"
@@ -39,10 +40,10 @@ func soak(t *testing.T, events, seats, bound int) soakResult {
 		t.Fatal(err)
 	}
 	holds := inmem.NewHolds(nil)
-	s := New(Deps{Store: store, Holds: holds, IDs: ids}, Config{CacheEvents: bound})
-	maps := seatmap.New(s, store, holds, time.Hour, nil) // no refresh during the test
+	layouts := layout.NewCache(store, bound)
+	maps := seatmap.New(layouts, store, holds, time.Hour, nil) // no refresh during the test
 	maps.SetMaxEvents(bound)
-	s.UseAvailability(maps)
+	s := New(Deps{Store: store, Holds: holds, IDs: ids, Layouts: layouts, Availability: maps}, Config{CacheEvents: bound})
 
 	admin := boxoffice.User{ID: "organiser", Role: boxoffice.RoleAdmin}
 	const perRow = 20

@@ -3,10 +3,16 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/boxoffice/boxoffice/auth"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/boxoffice/boxoffice/auth"
+	"github.com/boxoffice/boxoffice/httpapi"
+	"github.com/boxoffice/boxoffice/node"
+	"github.com/boxoffice/boxoffice/sale"
+	"golang.org/x/time/rate"
 )
 
 // config is every setting of the server, from flags, then environment
@@ -153,4 +159,24 @@ func (c config) print(w io.Writer) {
 	fmt.Fprintf(w, "config: addr=%s data=%s postgres=%s redis=%s kafka=%s hold=%s pending-grace=%s seatmap-ttl=%s node-id=%d auth-secret=%s\n",
 		c.Addr, c.Data, mask(c.Postgres), mask(c.Redis), mask(c.Kafka), c.Hold, c.PendingGrace, c.SeatmapTTL, c.NodeID,
 		map[bool]string{true: "(from BOXOFFICE_AUTH_SECRET)", false: "(kept in the data directory)"}[c.AuthSecret != ""])
+}
+
+// options are the node's options from c: its parts, policy, limits and
+// intervals; the caller sets the roles.
+func (c config) options(log *slog.Logger, a *auth.Authenticator, fixedNodeID bool) node.Options {
+	return node.Options{
+		Data: c.Data, Postgres: c.Postgres, Redis: c.Redis, Kafka: c.Kafka,
+		NodeID: c.NodeID, FixedNodeID: fixedNodeID, QueueSlots: c.QueueSlots, KafkaSession: c.KafkaSession,
+		Sale: sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats,
+			MaxLivePerUser: c.QueueMaxLive, PreQueueWindow: c.PreQueue, HandoverGrace: c.HandoverGrace,
+			OfferWindow: c.OfferWindow, PublicFirst: c.PublicFirst, DrainPrior: c.DrainPrior, CacheEvents: c.CacheEvents},
+		SeatmapTTL: c.SeatmapTTL, SlowPayment: c.SlowPayment,
+		Auth: a,
+		Limits: httpapi.Limits{PerUser: rate.Limit(c.RatePerUser), UserBurst: c.RateUserBurst,
+			ReadsPerUser: rate.Limit(c.ReadsPerUser), PerAddress: rate.Limit(c.RatePerAddr), AddressBurst: c.RateAddrBurst,
+			Streams: c.MaxStreams, StreamsPerUser: c.StreamsPerUser},
+		Metrics: c.Metrics, MetricsSeparate: c.MetricsAddr != "",
+		ReturnsEvery: c.ReturnsEvery, ReconcileEvery: c.ReconcileEvery,
+		Log: log,
+	}
 }

@@ -10,17 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice/auth"
 	"github.com/boxoffice/boxoffice/drill"
-	"github.com/boxoffice/boxoffice/httpapi"
-	"github.com/boxoffice/boxoffice/postgres"
-	"github.com/boxoffice/boxoffice/sqlite"
+	"github.com/boxoffice/boxoffice/node"
 )
 
 const drillUsage = `Usage: boxoffice drill [flags]
@@ -101,7 +97,7 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 
 	var (
 		a     *auth.Authenticator
-		p     *parts
+		p     *node.Parts
 		where string
 		err   error
 	)
@@ -129,7 +125,7 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer srv.stop()
-		url, p = srv.base, srv.app.p
+		url, p = srv.base, srv.node.Parts()
 		where = fmt.Sprintf("in this process, %d booking workers, hold %s", c.Workers, c.Hold)
 		fmt.Fprintf(stderr, "drill: boxoffice started in this process at %s (data %s)\n", url, c.Data)
 	} else {
@@ -148,25 +144,23 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 		if a, err = drillAuth(secret, c.Data); err != nil {
 			return err
 		}
-		if p, err = openParts(ctx, c, log, true); err != nil {
+		if p, err = node.Open(ctx, c.options(log, a, true)); err != nil {
 			return err
 		}
-		defer p.close()
+		defer p.Close()
 		where = "at " + url
 	}
-	if p.queue == nil {
+	if p.Queue == nil {
 		return errors.New("the drill needs a flash-sale queue: with --postgres, give --redis and --kafka too")
 	}
 	var auditor drill.Auditor
-	switch st := p.store.(type) {
-	case *postgres.Store:
-		auditor = drill.NewPostgresAuditor(st.Pool())
-	case *sqlite.Store:
-		if auditor, err = drill.OpenSQLiteAuditor(filepath.Join(c.Data, "boxoffice.db")); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("no auditor for a %T store", p.store)
+	if c.Postgres != "" {
+		auditor, err = drill.OpenPostgresAuditor(ctx, c.Postgres)
+	} else {
+		auditor, err = drill.OpenSQLiteAuditor(filepath.Join(c.Data, "boxoffice.db"))
+	}
+	if err != nil {
+		return err
 	}
 	defer auditor.Close()
 
@@ -174,9 +168,9 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	res, err := drill.Run(ctx, dc, drill.Target{
 		URL:       url,
 		Token:     func(sub, role string) (string, error) { return a.Issue(sub, role, ttl) },
-		Queue:     p.queue,
+		Queue:     p.Queue,
 		Audit:     auditor,
-		Shape:     shape(c, where),
+		Shape:     p.Describe + "; boxoffice " + where,
 		RedisAddr: c.Redis,
 		Progress:  stderr,
 	})
@@ -216,21 +210,6 @@ func drillAuth(secret, dataDir string) (*auth.Authenticator, error) {
 	return authenticator(secret, dataDir, auth.Options{}, nil)
 }
 
-// shape describes the parts under drill, for the report.
-func shape(c config, where string) string {
-	store, holds, queue := "SQLite", "in-process holds", "embedded queue (SQLite)"
-	if c.Postgres != "" {
-		store = "PostgreSQL"
-	}
-	if c.Redis != "" {
-		holds = "Redis holds"
-	}
-	if c.Kafka != "" {
-		queue = "Kafka log + Redis queue state"
-	}
-	return fmt.Sprintf("%s, %s, %s; boxoffice %s", store, holds, queue, where)
-}
-
 func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -243,51 +222,36 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return f.Close()
 }
 
-// drillServer is a boxoffice serving in this process, wired as serve
-// wires it.
+// drillServer is a boxoffice serving in this process, a node as serve
+// runs it.
 type drillServer struct {
 	base string
-	app  *app
+	node *node.Node
 	stop func()
 }
 
-// startDrillServer starts the API, the notifier's listener, the workers
-// and the upkeep (relay, returns pass, reconciler) on 127.0.0.1, as serve
-// does, minus the demo event and the welcome.
+// startDrillServer starts a node with every role (the API, the workers,
+// the upkeep) on 127.0.0.1, as serve does, minus the demo event and the
+// welcome.
 func startDrillServer(ctx context.Context, c config, fs *flag.FlagSet, getenv func(string) string, log *slog.Logger, a *auth.Authenticator) (*drillServer, error) {
-	c.Addr, c.Demo = "127.0.0.1:0", false
-	app, err := newApp(ctx, c, fs, getenv, log)
+	o := c.options(log, a, nodeIDFixed(fs, getenv))
+	o.API, o.Workers, o.Upkeep = true, c.Workers, c.Relay
+	n, err := node.New(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	api := httpapi.New(app.svc, app.seats, a, log)
-	ln, err := net.Listen("tcp", c.Addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		app.close()
+		n.Close()
 		return nil, err
 	}
-	srv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      c.SlowPayment + 60*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	srv.RegisterOnShutdown(api.CloseStreams)
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = api.Listen(bg, app.p.notifier) })
-	app.background(bg, &wg, c.Workers, c.Relay)
-	wg.Go(func() { _ = srv.Serve(ln) })
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.Serve(sctx, ln, 10*time.Second) }()
 	stop := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = srv.Shutdown(sctx)
 		cancel()
-		stopBG()
-		wg.Wait()
-		app.close()
+		<-done
+		n.Close()
 	}
-	return &drillServer{base: "http://" + ln.Addr().String(), app: app, stop: stop}, nil
+	return &drillServer{base: "http://" + ln.Addr().String(), node: n, stop: stop}, nil
 }
