@@ -68,21 +68,6 @@ type NewBooking struct {
 	Idempotency *IdempotencyRecord
 }
 
-// CheckBookingShape is what every store checks of a new booking before its
-// database: at least one seat; a resale purchase is of one seat and is not
-// also a waitlist offer. EINVALID otherwise.
-func CheckBookingShape(b *Booking) error {
-	switch {
-	case b == nil || len(b.SeatIDs) == 0:
-		return Errorf(EINVALID, "a booking needs at least one seat")
-	case b.ListingID != 0 && len(b.SeatIDs) != 1:
-		return Errorf(EINVALID, "a resale purchase is of exactly one seat, the listing's")
-	case b.ListingID != 0 && b.WaitlistEntryID != 0:
-		return Errorf(EINVALID, "a booking is a resale purchase or a waitlist offer, not both")
-	}
-	return nil
-}
-
 // ConfirmBooking is what Confirm writes once the payment is authorized.
 type ConfirmBooking struct {
 	BookingID ID
@@ -153,6 +138,19 @@ type BookingStore interface {
 	// waiting to offered (Offers+1, BookingID = this booking) in the same
 	// transaction; ECONFLICT if the entry is not waiting, or not this
 	// user's or event's.
+	//
+	// The errors come in this order, the first that applies:
+	//   - EINVALID for the booking's shape (NewBooking.Validate);
+	//   - ENOTFOUND for an unknown event;
+	//   - EIDEMINFLIGHT when the idempotency key is taken (so a retry is
+	//     told it is a retry);
+	//   - for a resale purchase, the listing's errors; for a waitlist
+	//     offer, the entry's, then ESEATTAKEN for the sold seats; for any
+	//     other booking, ESEATTAKEN for the sold seats;
+	//   - ELIMIT (NewBooking.CheckLimit);
+	//   - ECONFLICT when the booking ID is taken;
+	//   - EINVALID naming the seats not in the layout, then EINVALID for a
+	//     seat named twice (NewBooking.CheckSeatsOnce).
 	CreateBooking(ctx context.Context, nb NewBooking) error
 
 	// CreateBookings writes a batch of plain bookings (no resale purchase,
@@ -182,6 +180,12 @@ type BookingStore interface {
 	// A booking already confirmed is returned as it is, with a nil error and
 	// nothing written: the caller compares PaymentAuthID with its own to
 	// tell a retry from a second payment (which it must void).
+	// ConfirmBooking.Check gives the order of the checks that need no
+	// database (those come first: status, fence, hold, then EINVALID for
+	// tickets that do not name each seat of the booking once, each with an
+	// id and a code, or a payment without an authorization id); the
+	// fencing check, a resale's listing, ESEATTAKEN and EIDEMINFLIGHT come
+	// after.
 	//
 	// A resale purchase also, in the same transaction: marks the listing
 	// sold to this booking (ECONFLICT if it is no longer active), voids the

@@ -65,18 +65,11 @@ const soldSeatsSQL = `
 // A plain booking (neither) is group-committed with the plain bookings
 // being made at the same time (see bookingCombiner and CreateBookings).
 //
-// Errors, in the order they are checked (the order of sqlite.Store):
-// EINVALID for no seats (or a resale purchase of more than one, or a
-// booking that is both a purchase and an offer), ENOTFOUND for an unknown
-// event, EIDEMINFLIGHT when the idempotency key is taken (so a retry is
-// told it is a retry), ESEATTAKEN naming the seats that already have a
-// valid ticket (the lock layer forgets a sold seat once its hold runs out;
-// the database does not) or, for a purchase, the listing's errors, then
-// the offer's, ELIMIT, ECONFLICT when the booking ID is taken, EINVALID for
-// a seat named twice or not in the layout.
+// The errors come in the port's order (see boxoffice.BookingStore); the
+// rules that need no database are boxoffice.NewBooking's.
 func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
 	b := nb.Booking
-	if err := boxoffice.CheckBookingShape(b); err != nil {
+	if err := nb.Validate(); err != nil {
 		return err
 	}
 	if b.ListingID == 0 && b.WaitlistEntryID == 0 {
@@ -107,6 +100,11 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		if nb.Idempotency != nil {
 			queueIdempotency(checks, nb.Idempotency)
 		}
+		var checkOffer func(pgx.BatchResults) error
+		if b.WaitlistEntryID != 0 {
+			// The entry before the seats, in the port's order.
+			checkOffer = offerChecks(checks, b)
+		}
 		var checkSeats func(pgx.BatchResults) error
 		if b.ListingID != 0 {
 			// The seat being sold is what a listing is: the listing's own
@@ -124,10 +122,6 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 				}
 				return nil
 			}
-		}
-		var checkOffer func(pgx.BatchResults) error
-		if b.WaitlistEntryID != 0 {
-			checkOffer = offerChecks(checks, b)
 		}
 		checks.Queue(userSeatsSQL, eventID, b.UserID, now)
 		br := tx.SendBatch(ctx, checks)
@@ -150,21 +144,20 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 				return err
 			}
 		}
-		if err := checkSeats(br); err != nil {
-			return err
-		}
 		if checkOffer != nil {
 			if err := checkOffer(br); err != nil {
 				return err
 			}
 		}
+		if err := checkSeats(br); err != nil {
+			return err
+		}
 		var taken int
 		if err := br.QueryRow().Scan(&taken); err != nil {
 			return err
 		}
-		if taken+len(b.SeatIDs) > nb.TicketLimit {
-			return boxoffice.Errorf(boxoffice.ELIMIT,
-				"at most %d tickets per user for this event: %d already held or bought", nb.TicketLimit, taken)
+		if err := nb.CheckLimit(taken); err != nil {
+			return err
 		}
 		if err := br.Close(); err != nil {
 			return err
@@ -218,11 +211,13 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		if len(unknown) > 0 {
 			return &boxoffice.Error{Code: boxoffice.EINVALID, Message: "no such seat in this event", Seats: unknown}
 		}
-		// The primary key and the foreign key to seats back up the checks
-		// above.
+		// The unique (booking, seat) finds a seat named twice; the
+		// foreign key to seats backs up the check above.
 		if _, err := wr.Exec(); err != nil {
 			if pgCode(err) == codeUniqueViolation {
-				return boxoffice.Errorf(boxoffice.EINVALID, "a booking lists a seat twice")
+				if twice := nb.CheckSeatsOnce(); twice != nil {
+					return twice
+				}
 			}
 			return err
 		}
@@ -268,17 +263,12 @@ func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Bookin
 
 // ConfirmBooking confirms a pending booking in one transaction: it locks
 // the booking row (FOR UPDATE: a concurrent confirm or release of the same
-// booking waits, then sees the outcome), checks its status, fence and hold,
-// runs the fencing check, and writes the tickets, the payment, the
-// booking's new state and the idempotency record. Any failure rolls all of
-// it back. See boxoffice.BookingStore for the errors.
-//
-// The tickets' ID, SeatID and Code are taken from c; their event, booking
-// and user come from the booking, their status is valid and their IssuedAt
-// is c.Now. A zero c.Payment.CreatedAt means c.Now. Tickets that do not
-// name each seat of the booking exactly once, or a payment without an
-// AuthID, fail with EINVALID; a ticket id or code already in use fails with
-// ECONFLICT.
+// booking waits, then sees the outcome), checks it against c
+// (boxoffice.ConfirmBooking.Check: status, fence, hold, tickets, payment),
+// runs the fencing check, and writes the tickets and the payment of the
+// check's plan, the booking's new state and the idempotency record. Any
+// failure rolls all of it back. See boxoffice.BookingStore for the errors;
+// a ticket id or code already in use fails with ECONFLICT.
 //
 // The unique index on valid tickets, not a prior read, decides ESEATTAKEN.
 // The tickets are inserted in seat id order, so two confirms that share
@@ -290,41 +280,30 @@ func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Bookin
 // booking (queueResale). A waitlist offer's entry becomes fulfilled,
 // even if its user left the waitlist meanwhile.
 func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error) {
-	now := ts(c.Now)
+	// The plan's times (the tickets', the payment's) are the ones written.
+	c.Now = ts(c.Now)
+	now := c.Now
 	var out *boxoffice.Booking
 	err := s.transact(ctx, func(tx pgx.Tx) error {
 		b, err := lockBooking(ctx, tx, c.BookingID)
 		if err != nil {
 			return err
 		}
-		switch b.Status {
-		case boxoffice.BookingConfirmed:
+		plan, err := c.Check(b)
+		if err != nil {
+			return err
+		}
+		if plan.AlreadyConfirmed {
 			// A retry, or a second payment the caller must void: either
 			// way nothing is written.
 			b.Tickets, err = bookingTickets(ctx, tx, b.ID)
 			out = b
 			return err
-		case boxoffice.BookingPending:
-		default:
-			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %s is %s", b.ID, b.Status)
 		}
-		if c.Fence != b.Fence {
-			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %s: the hold was taken over", b.ID)
-		}
-		if !now.Before(b.HeldUntil) {
-			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %s: the hold ran out", b.ID)
-		}
-		tickets, err := ticketsFor(b, c.Tickets, now)
-		if err != nil {
-			return err
-		}
-		if c.Payment.AuthID == "" {
-			return boxoffice.Errorf(boxoffice.EINVALID, "booking %s: the payment has no authorization id", b.ID)
-		}
-		paidAt := c.Payment.CreatedAt
-		if paidAt.IsZero() {
-			paidAt = now
-		}
+		// Inserted in seat id order: the lock order.
+		tickets := plan.Tickets
+		slices.SortFunc(tickets, func(x, y boxoffice.Ticket) int { return strings.Compare(x.SeatID, y.SeatID) })
+		payment := plan.Payment
 
 		// The fencing check: a live pending booking with a larger fence on
 		// one of these seats means the lock layer has since handed the
@@ -386,16 +365,16 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		batch.Queue(`
 			INSERT INTO payments (booking_id, auth_id, amount_cents, status, created_at)
 			VALUES ($1, $2, $3, 'authorized', $4)`,
-			int64(b.ID), c.Payment.AuthID, c.Payment.AmountCents, ts(paidAt))
+			int64(payment.BookingID), payment.AuthID, payment.AmountCents, ts(payment.CreatedAt))
 		batch.Queue(`
 			UPDATE bookings
 			SET status = 'confirmed', confirmation_code = $2, payment_auth_id = $3, updated_at = $4
 			WHERE id = $1`,
-			int64(b.ID), c.Code, c.Payment.AuthID, now)
+			int64(b.ID), c.Code, payment.AuthID, now)
 		// b becomes the booking as written; it is returned only if all of
 		// this commits.
 		b.Status = boxoffice.BookingConfirmed
-		b.ConfirmationCode, b.PaymentAuthID, b.UpdatedAt = c.Code, c.Payment.AuthID, now
+		b.ConfirmationCode, b.PaymentAuthID, b.UpdatedAt = c.Code, payment.AuthID, now
 		if err := queueEvent(batch, boxoffice.TopicBookingConfirmed, b, now); err != nil {
 			return err
 		}
@@ -487,34 +466,6 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
-}
-
-// ticketsFor checks that in names each seat of b exactly once, each ticket
-// with an id and a code, and returns the tickets to write, in seat id
-// order: the booking's event, id and user, status valid, issued at now.
-func ticketsFor(b *boxoffice.Booking, in []boxoffice.Ticket, now time.Time) ([]boxoffice.Ticket, error) {
-	want := make(map[string]bool, len(b.SeatIDs))
-	for _, seat := range b.SeatIDs {
-		want[seat] = true
-	}
-	out := make([]boxoffice.Ticket, 0, len(in))
-	for _, t := range in {
-		if t.ID <= 0 || t.Code == "" {
-			return nil, boxoffice.Errorf(boxoffice.EINVALID, "booking %s: every ticket needs an id and a code", b.ID)
-		}
-		if !want[t.SeatID] {
-			return nil, &boxoffice.Error{Code: boxoffice.EINVALID,
-				Message: "a ticket names a seat the booking does not hold, or names it twice", Seats: []string{t.SeatID}}
-		}
-		delete(want, t.SeatID)
-		out = append(out, boxoffice.Ticket{ID: t.ID, EventID: b.EventID, BookingID: b.ID, SeatID: t.SeatID,
-			UserID: b.UserID, Code: t.Code, Status: boxoffice.TicketValid, IssuedAt: now})
-	}
-	if len(want) > 0 {
-		return nil, boxoffice.Errorf(boxoffice.EINVALID, "booking %s: %d of its seats have no ticket", b.ID, len(want))
-	}
-	slices.SortFunc(out, func(x, y boxoffice.Ticket) int { return strings.Compare(x.SeatID, y.SeatID) })
 	return out, nil
 }
 

@@ -162,12 +162,7 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 	)
 	for i, nb := range nbs {
 		b := nb.Booking
-		if err := boxoffice.CheckBookingShape(b); err != nil {
-			errs[i] = err
-			continue
-		}
-		if b.ListingID != 0 || b.WaitlistEntryID != 0 {
-			errs[i] = boxoffice.Errorf(boxoffice.EINVALID, "a resale purchase or a waitlist offer is booked on its own")
+		if errs[i] = nb.ValidateForBatch(); errs[i] != nil {
 			continue
 		}
 		pairs = append(pairs, eventUser{int64(b.EventID), b.UserID})
@@ -289,7 +284,7 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 				taken += w.seats
 			}
 		}
-		switch {
+		switch tooMany := nb.CheckLimit(int(taken)); {
 		case !known[p.event]:
 			errs[i] = boxoffice.Errorf(boxoffice.ENOTFOUND, "event %s not found", b.EventID)
 		case nb.Idempotency != nil && (keyTaken[keyOf[i]] || usedKeys[k]):
@@ -297,16 +292,15 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 		case anyOf(seatSold[first : first+len(seats)]):
 			errs[i] = &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold",
 				Seats: pick(seats, seatSold[first:first+len(seats)], true)}
-		case taken+int64(len(seats)) > int64(nb.TicketLimit):
-			errs[i] = boxoffice.Errorf(boxoffice.ELIMIT,
-				"at most %d tickets per user for this event: %d already held or bought", nb.TicketLimit, taken)
+		case tooMany != nil:
+			errs[i] = tooMany
 		case idTaken[int64(b.ID)]:
 			errs[i] = boxoffice.Errorf(boxoffice.ECONFLICT, "booking %s already exists", b.ID)
 		case !allOf(seatKnown[first : first+len(seats)]):
 			errs[i] = &boxoffice.Error{Code: boxoffice.EINVALID, Message: "no such seat in this event",
 				Seats: pick(seats, seatKnown[first:first+len(seats)], false)}
-		case hasRepeat(seats):
-			errs[i] = boxoffice.Errorf(boxoffice.EINVALID, "a booking lists a seat twice")
+		default:
+			errs[i] = nb.CheckSeatsOnce()
 		}
 		if errs[i] != nil {
 			continue
@@ -432,10 +426,4 @@ func pick(seats []string, flags []bool, want bool) []string {
 		}
 	}
 	return out
-}
-
-func hasRepeat(seats []string) bool {
-	s := slices.Clone(seats)
-	slices.Sort(s)
-	return len(slices.Compact(s)) != len(seats)
 }

@@ -25,21 +25,15 @@ import (
 // limit counts the user's valid tickets for the event and the seats of
 // their live bookings.
 //
-// Errors, in the order they are checked: EINVALID for no seats, for a
-// booking that is both a resale purchase and a waitlist offer, and for a
-// purchase of more than one seat; ENOTFOUND for an unknown event;
-// EIDEMINFLIGHT when nb.Idempotency's key is taken (so a retry is told it
-// is a retry); for a resale purchase ENOTFOUND (no such listing),
-// ECONFLICT (not active, or not this event's and seat's), EINVALID (the
-// buyer's own) and ESEATTAKEN (another live purchase of the listing); for
-// a waitlist offer ENOTFOUND (no such entry) and ECONFLICT (not waiting,
-// or not this user's and event's); for any other booking ESEATTAKEN naming
-// the seats that already have a valid ticket (the lock layer forgets a
-// sold seat once its hold runs out; the database does not); ELIMIT;
-// ECONFLICT when the booking ID is taken; EINVALID for a seat named twice
-// or not in the layout.
+// The errors come in the port's order (see boxoffice.BookingStore); the
+// rules that need no database are boxoffice.NewBooking's. For a resale
+// purchase the listing's are ENOTFOUND (no such listing), ECONFLICT (not
+// active, or not this event's and seat's), EINVALID (the buyer's own) and
+// ESEATTAKEN (another live purchase of the listing); for a waitlist offer
+// the entry's are ENOTFOUND (no such entry) and ECONFLICT (not waiting, or
+// not this user's and event's).
 func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
-	if err := boxoffice.CheckBookingShape(nb.Booking); err != nil {
+	if err := nb.Validate(); err != nil {
 		return err
 	}
 	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error { return createBooking(ctx, tx, nb) })
@@ -55,11 +49,7 @@ func (s *Store) CreateBookings(ctx context.Context, nbs []boxoffice.NewBooking) 
 	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		clear(errs)
 		for i, nb := range nbs {
-			if errs[i] = boxoffice.CheckBookingShape(nb.Booking); errs[i] != nil {
-				continue
-			}
-			if nb.Booking.ListingID != 0 || nb.Booking.WaitlistEntryID != 0 {
-				errs[i] = boxoffice.Errorf(boxoffice.EINVALID, "a resale purchase or a waitlist offer is booked on its own")
+			if errs[i] = nb.ValidateForBatch(); errs[i] != nil {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_booking`); err != nil {
@@ -145,9 +135,8 @@ func createBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error 
 			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: inRequestOrder(sold, b.SeatIDs)}
 		}
 	}
-	if taken+len(b.SeatIDs) > nb.TicketLimit {
-		return boxoffice.Errorf(boxoffice.ELIMIT,
-			"at most %d tickets per user for this event: %d already held or bought", nb.TicketLimit, taken)
+	if err := nb.CheckLimit(taken); err != nil {
+		return err
 	}
 
 	_, err := tx.ExecContext(ctx, `
@@ -163,17 +152,24 @@ func createBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error 
 		return err
 	}
 
-	// One prepared row at a time: a booking has a handful of seats.
+	// One prepared row at a time: a booking has a handful of seats. The
+	// foreign key to seats finds a seat not in the layout, the unique
+	// (booking, seat) a seat named twice; seats not in the layout come
+	// first, wherever they are in the booking.
 	for i, seat := range b.SeatIDs {
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO booking_seats (booking_id, position, event_id, seat_id)
 			VALUES (?, ?, ?, ?)`,
 			b.ID, i, b.EventID, seat)
 		switch {
-		case isUniqueViolation(err):
-			return boxoffice.Errorf(boxoffice.EINVALID, "a booking lists a seat twice")
-		case isForeignKeyViolation(err):
-			return unknownSeats(ctx, tx, b.EventID, b.SeatIDs)
+		case isForeignKeyViolation(err) || isUniqueViolation(err):
+			if unknown := unknownSeats(ctx, tx, b.EventID, b.SeatIDs); unknown != nil {
+				return unknown
+			}
+			if twice := nb.CheckSeatsOnce(); twice != nil {
+				return twice
+			}
+			return err
 		case err != nil:
 			return err
 		}
@@ -268,7 +264,7 @@ func inRequestOrder(soldJSON string, requested []string) []string {
 }
 
 // unknownSeats returns the EINVALID error naming the seats that are not in
-// the event's layout.
+// the event's layout, nil when every seat is.
 func unknownSeats(ctx context.Context, tx *txn, eventID boxoffice.ID, seatIDs []string) error {
 	rows, err := tx.QueryContext(ctx, `
 		SELECT j.value
@@ -279,7 +275,7 @@ func unknownSeats(ctx context.Context, tx *txn, eventID boxoffice.ID, seatIDs []
 		return err
 	}
 	unknown, err := collect(rows, scanString)
-	if err != nil {
+	if err != nil || len(unknown) == 0 {
 		return err
 	}
 	return &boxoffice.Error{Code: boxoffice.EINVALID, Message: "no such seat in this event", Seats: unknown}
@@ -301,11 +297,9 @@ func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Bookin
 
 // ConfirmBooking moves a pending booking to confirmed, issuing its tickets
 // and recording the authorized payment, in one transaction (see the port
-// for the errors). The tickets' ID, SeatID and Code are taken from c; their
-// event, booking and user come from the booking, their status is valid and
-// their IssuedAt is c.Now. A zero c.Payment.CreatedAt means c.Now.
-// Tickets that do not name each seat of the booking exactly once, or a
-// payment without an AuthID, fail with EINVALID.
+// for the errors). boxoffice.ConfirmBooking.Check judges the booking
+// against c (status, fence, hold, tickets, payment) and gives the tickets
+// and the payment to write.
 //
 // The unique index on valid tickets, not a prior read, decides ESEATTAKEN:
 // it holds whatever the lock layer and this code did.
@@ -323,25 +317,13 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		if err != nil {
 			return err
 		}
-		switch b.Status {
-		case boxoffice.BookingConfirmed:
-			out = b
-			return nil
-		case boxoffice.BookingPending:
-		default:
-			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d is %s", b.ID, b.Status)
-		}
-		if c.Fence != b.Fence {
-			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %d: the hold was taken over", b.ID)
-		}
-		if !c.Now.Before(b.HeldUntil) {
-			return boxoffice.Errorf(boxoffice.EHOLDLOST, "booking %d: the hold ran out", b.ID)
-		}
-		if err := checkTickets(b, c.Tickets); err != nil {
+		plan, err := c.Check(b)
+		if err != nil {
 			return err
 		}
-		if c.Payment.AuthID == "" {
-			return boxoffice.Errorf(boxoffice.EINVALID, "booking %d: the payment has no authorization id", b.ID)
+		if plan.AlreadyConfirmed {
+			out = b
+			return nil
 		}
 
 		var newer bool
@@ -369,11 +351,11 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			}
 		}
 
-		for _, t := range c.Tickets {
+		for _, t := range plan.Tickets {
 			_, err := tx.ExecContext(ctx, `
 				INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
-				VALUES (?, ?, ?, ?, ?, ?, 'valid', ?)`,
-				t.ID, b.EventID, b.ID, t.SeatID, b.UserID, t.Code, millis(c.Now))
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				t.ID, t.EventID, t.BookingID, t.SeatID, t.UserID, t.Code, t.Status, millis(t.IssuedAt))
 			if isUniqueViolation(err) {
 				return ticketConflict(ctx, tx, b.ID)
 			}
@@ -388,21 +370,18 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			}
 		}
 
-		paidAt := c.Payment.CreatedAt
-		if paidAt.IsZero() {
-			paidAt = c.Now
-		}
+		p := plan.Payment
 		if _, err := tx.ExecContext(ctx, `
 			INSERT INTO payments (booking_id, auth_id, amount_cents, status, created_at)
-			VALUES (?, ?, ?, 'authorized', ?)`,
-			b.ID, c.Payment.AuthID, c.Payment.AmountCents, millis(paidAt)); err != nil {
+			VALUES (?, ?, ?, ?, ?)`,
+			p.BookingID, p.AuthID, p.AmountCents, p.Status, millis(p.CreatedAt)); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `
 			UPDATE bookings
 			SET status = 'confirmed', confirmation_code = ?, payment_auth_id = ?, updated_at = ?
 			WHERE id = ?`,
-			c.Code, c.Payment.AuthID, millis(c.Now), b.ID); err != nil {
+			c.Code, p.AuthID, millis(c.Now), b.ID); err != nil {
 			return err
 		}
 		if b.WaitlistEntryID != 0 {
@@ -443,28 +422,6 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		return nil, err
 	}
 	return out, nil
-}
-
-// checkTickets refuses tickets that do not cover each seat of b exactly
-// once, or lack an id or a code.
-func checkTickets(b *boxoffice.Booking, tickets []boxoffice.Ticket) error {
-	want := make(map[string]bool, len(b.SeatIDs))
-	for _, seat := range b.SeatIDs {
-		want[seat] = true
-	}
-	for _, t := range tickets {
-		if t.ID <= 0 || t.Code == "" {
-			return boxoffice.Errorf(boxoffice.EINVALID, "booking %d: every ticket needs an id and a code", b.ID)
-		}
-		if !want[t.SeatID] {
-			return &boxoffice.Error{Code: boxoffice.EINVALID, Message: "a ticket names a seat the booking does not hold, or names it twice", Seats: []string{t.SeatID}}
-		}
-		delete(want, t.SeatID)
-	}
-	if len(want) > 0 {
-		return boxoffice.Errorf(boxoffice.EINVALID, "booking %d: %d of its seats have no ticket", b.ID, len(want))
-	}
-	return nil
 }
 
 // resale is the listing a resale purchase buys, as takeListing found it.

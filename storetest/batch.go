@@ -159,9 +159,8 @@ func (s suite) batchBookings(t *testing.T) {
 // batch), an id taken before or earlier in the batch, an unknown seat, a
 // seat named twice.
 //
-// A booking is never both of the last two: which EINVALID it gets is left
-// open (sqlite.Store answers the first in seat order, postgres.Store an
-// unknown seat).
+// A booking is never both of the last two; both stores would answer the
+// unknown seat first (BookingStore's order of errors).
 func (s suite) batchAsOneByOne(t *testing.T) {
 	t.Run("CreateBookingsAnswersAsOneByOne", func(t *testing.T) {
 		for round := range 6 {
