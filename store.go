@@ -328,12 +328,26 @@ type IdempotencyRecord struct {
 	// RequestHash fingerprints method, path and body: the same key with
 	// another request is refused.
 	RequestHash string
-	// Status and Body are the response to replay.
-	Status    int
+	// Outcome is the kind of answer recorded, Body the answer itself as
+	// the use case encoded it: a retry gets it back, whatever protocol
+	// carried it.
+	Outcome   Outcome
 	Body      []byte
 	CreatedAt time.Time
 	ExpiresAt time.Time
 }
+
+// Outcome names what an idempotent request did, as its record keeps it.
+type Outcome string
+
+// The outcomes recorded.
+const (
+	OutcomeHeld      Outcome = "held"      // a reserve held seats: a pending booking
+	OutcomeConfirmed Outcome = "confirmed" // a confirm paid: tickets
+	OutcomeCancelled Outcome = "cancelled" // a cancel voided tickets and refunds
+	OutcomeListed    Outcome = "listed"    // a ticket listed for resale
+	OutcomeJoined    Outcome = "joined"    // a waitlist joined
+)
 
 // IdempotencyStore keeps idempotency records.
 type IdempotencyStore interface {

@@ -56,17 +56,14 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, u boxoffice.Use
 	if err != nil {
 		return err
 	}
-	// The flash-sale queue is for the primary sale; a resale purchase is
-	// always served at once.
-	if req.ListingID == 0 {
-		if queued, err := s.svc.Queued(r.Context(), req.EventID); err == nil && queued {
-			return s.enqueue(w, r, u, req)
-		}
-	}
-	res, err := s.svc.Reserve(r.Context(), u, req)
+	rv, err := s.svc.Request(r.Context(), u, req)
 	if err != nil {
 		return err
 	}
+	if rv.Queued != nil {
+		return s.queued(w, rv.Queued)
+	}
+	res := rv.Held
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}

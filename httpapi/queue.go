@@ -13,11 +13,8 @@ import (
 	"github.com/boxoffice/boxoffice/sale"
 )
 
-func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, u boxoffice.User, req sale.ReserveRequest) error {
-	t, err := s.svc.Enqueue(r.Context(), u, req)
-	if err != nil {
-		return err
-	}
+// queued answers a request the flash-sale queue took: 202 with its ticket.
+func (s *Server) queued(w http.ResponseWriter, t *sale.QueueTicket) error {
 	if t.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}

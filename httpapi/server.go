@@ -16,7 +16,6 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/auth"
 	"github.com/boxoffice/boxoffice/sale"
-	"github.com/boxoffice/boxoffice/seatmap"
 )
 
 //go:embed openapi.json
@@ -27,8 +26,8 @@ func OpenAPI() []byte { return openAPI }
 
 // Server routes requests to the service.
 type Server struct {
-	svc     *sale.Service
-	seats   *seatmap.Cache
+	svc     UseCases
+	seats   SeatMaps
 	auth    *auth.Authenticator
 	log     *slog.Logger
 	handler http.Handler
@@ -65,7 +64,7 @@ type Route struct {
 }
 
 // New returns a Server.
-func New(svc *sale.Service, seats *seatmap.Cache, a *auth.Authenticator, log *slog.Logger) *Server {
+func New(svc UseCases, seats SeatMaps, a *auth.Authenticator, log *slog.Logger) *Server {
 	s := &Server{svc: svc, seats: seats, auth: a, log: log, hub: newHub()}
 	mux := http.NewServeMux()
 	for _, rt := range s.Routes() {

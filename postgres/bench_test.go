@@ -134,7 +134,7 @@ func BenchmarkCreateBookings(b *testing.B) {
 		nbs := make([]boxoffice.NewBooking, 0, drainBatch)
 		for j := i; j < min(b.N, i+drainBatch); j++ {
 			user := fmt.Sprintf("user-%d", j)
-			rec := &boxoffice.IdempotencyRecord{UserID: user, Key: "k", RequestHash: "h", Status: 201,
+			rec := &boxoffice.IdempotencyRecord{UserID: user, Key: "k", RequestHash: "h", Outcome: boxoffice.OutcomeHeld,
 				Body:      []byte(`{"booking_id":"123456789","held_until":"2030-06-01T12:10:00Z","payment_url":"/bookings/123456789/confirm"}`),
 				CreatedAt: t0, ExpiresAt: t0.Add(24 * time.Hour)}
 			nbs = append(nbs, boxoffice.NewBooking{Booking: booking(e, user, int64(j+1), seats[j].ID),

@@ -340,7 +340,7 @@ type batchWrites struct {
 	seatIDs                  []string
 	// idempotency_keys
 	keyUsers, keys, hashes []string
-	statuses               []int32
+	outcomes               []string
 	bodies                 [][]byte
 	keyCreated, keyExpires []time.Time
 	// outbox
@@ -369,7 +369,7 @@ func (w *batchWrites) add(nb boxoffice.NewBooking) error {
 	}
 	if r := nb.Idempotency; r != nil {
 		w.keyUsers, w.keys, w.hashes = append(w.keyUsers, r.UserID), append(w.keys, r.Key), append(w.hashes, r.RequestHash)
-		w.statuses, w.bodies = append(w.statuses, int32(r.Status)), append(w.bodies, r.Body)
+		w.outcomes, w.bodies = append(w.outcomes, string(r.Outcome)), append(w.bodies, r.Body)
 		w.keyCreated, w.keyExpires = append(w.keyCreated, ts(r.CreatedAt)), append(w.keyExpires, ts(r.ExpiresAt))
 	}
 	w.evIDs, w.evTopics, w.evKeys = append(w.evIDs, ev.ID), append(w.evTopics, ev.Topic), append(w.evKeys, ev.Key)
@@ -392,10 +392,10 @@ func (w *batchWrites) send(ctx context.Context, tx pgx.Tx) error {
 		w.seatBookings, w.seatPositions, w.seatEvents, w.seatIDs)
 	if len(w.keys) > 0 {
 		batch.Queue(`
-			INSERT INTO idempotency_keys (user_id, key, request_hash, status, body, created_at, expires_at)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bytea[],
+			INSERT INTO idempotency_keys (user_id, key, request_hash, outcome, body, created_at, expires_at)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[],
 			                     $6::timestamptz[], $7::timestamptz[])`,
-			w.keyUsers, w.keys, w.hashes, w.statuses, w.bodies, w.keyCreated, w.keyExpires)
+			w.keyUsers, w.keys, w.hashes, w.outcomes, w.bodies, w.keyCreated, w.keyExpires)
 	}
 	batch.Queue(`
 		INSERT INTO outbox (event_id, topic, key, payload, created_at)

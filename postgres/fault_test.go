@@ -122,7 +122,7 @@ func TestBackendsKilledMidCall(t *testing.T) {
 		}
 	}
 	idem := func(user, key string) *boxoffice.IdempotencyRecord {
-		return &boxoffice.IdempotencyRecord{UserID: user, Key: key, RequestHash: "h-" + key, Status: 201,
+		return &boxoffice.IdempotencyRecord{UserID: user, Key: key, RequestHash: "h-" + key, Outcome: boxoffice.OutcomeHeld,
 			Body: []byte(`{}`), CreatedAt: t0, ExpiresAt: t0.Add(24 * time.Hour)}
 	}
 

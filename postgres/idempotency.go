@@ -56,7 +56,7 @@ func (s *Store) Idempotencies(ctx context.Context, userIDs, keys []string) ([]*b
 		ord int64
 		r   boxoffice.IdempotencyRecord
 	)
-	_, err = forEach(rows, err, []any{&ord, &r.RequestHash, &r.Status, &r.Body, &r.CreatedAt, &r.ExpiresAt}, func() {
+	_, err = forEach(rows, err, []any{&ord, &r.RequestHash, &r.Outcome, &r.Body, &r.CreatedAt, &r.ExpiresAt}, func() {
 		rec := r
 		rec.UserID, rec.Key = userIDs[ord-1], keys[ord-1]
 		rec.CreatedAt, rec.ExpiresAt = rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()
@@ -71,10 +71,10 @@ func (s *Store) Idempotencies(ctx context.Context, userIDs, keys []string) ([]*b
 // idempotenciesSQL reads records by (user, key) pairs; LATERAL with LIMIT
 // keeps it a probe per pair under any plan.
 const idempotenciesSQL = `
-	SELECT x.ord, i.request_hash, i.status, i.body, i.created_at, i.expires_at
+	SELECT x.ord, i.request_hash, i.outcome, i.body, i.created_at, i.expires_at
 	FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(u, k, ord)
 	CROSS JOIN LATERAL (
-	    SELECT request_hash, status, body, created_at, expires_at FROM idempotency_keys
+	    SELECT request_hash, outcome, body, created_at, expires_at FROM idempotency_keys
 	    WHERE user_id = x.u AND key = x.k LIMIT 1) i`
 
 // PutIdempotency records a response for a request that wrote nothing else.
@@ -104,7 +104,7 @@ func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error
 // was recorded already.
 func queueIdempotency(b *pgx.Batch, r *boxoffice.IdempotencyRecord) {
 	b.Queue(`
-		INSERT INTO idempotency_keys (user_id, key, request_hash, status, body, created_at, expires_at)
+		INSERT INTO idempotency_keys (user_id, key, request_hash, outcome, body, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		r.UserID, r.Key, r.RequestHash, r.Status, r.Body, ts(r.CreatedAt), ts(r.ExpiresAt))
+		r.UserID, r.Key, r.RequestHash, r.Outcome, r.Body, ts(r.CreatedAt), ts(r.ExpiresAt))
 }

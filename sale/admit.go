@@ -36,12 +36,12 @@ type admitted struct {
 	err    error
 }
 
-func newAdmitter(s *Service) *combine.Combiner[admission, admitted] {
+func newAdmitter(s *Queue) *combine.Combiner[admission, admitted] {
 	return combine.New(s.admitBatch, admitters, maxAdmitBatch)
 }
 
 // admit admits r to the queue state and the log, through the next batch.
-func (s *Service) admit(ctx context.Context, r *boxoffice.QueuedRequest, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
+func (s *Queue) admit(ctx context.Context, r *boxoffice.QueuedRequest, preQueue bool) (*boxoffice.QueueEntry, bool, error) {
 	a, err := s.admitter.Call(ctx, admission{r: r, preQueue: preQueue})
 	if err != nil {
 		return nil, false, err
@@ -56,7 +56,7 @@ func (s *Service) admit(ctx context.Context, r *boxoffice.QueuedRequest, preQueu
 // The batch runs under none of its callers' contexts (see combine): a
 // request the state admitted but the log never got would hold its user's
 // live slot with nothing to serve it until a retry with its key.
-func (s *Service) admitBatch(ctx context.Context, as []admission) ([]admitted, error) {
+func (s *Queue) admitBatch(ctx context.Context, as []admission) ([]admitted, error) {
 	reqs := make([]boxoffice.Admission, len(as))
 	for i, a := range as {
 		reqs[i] = boxoffice.Admission{Request: a.r, MaxLive: s.cfg.MaxLivePerUser, PreQueue: a.preQueue}

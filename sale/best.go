@@ -42,7 +42,7 @@ const takenMemory = 30 * time.Second
 // layer decides, so a block someone took meanwhile is struck off and the
 // next is tried. When those run out it reads the seats afresh (the store
 // and the lock layer) and tries again. ESEATTAKEN when no block is left.
-func (s *Service) holdBest(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, owner boxoffice.ID, ttl time.Duration) (boxoffice.Hold, error) {
+func (s *Bookings) holdBest(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, owner boxoffice.ID, ttl time.Duration) (boxoffice.Hold, error) {
 	for _, fresh := range []bool{false, true} {
 		free, err := s.freeSeats(ctx, l, best, fresh)
 		if err != nil {
@@ -84,7 +84,7 @@ func (s *Service) holdBest(ctx context.Context, l *layout.Layout, best *boxoffic
 // freeSeats returns, in layout order, the seats best wants that look free
 // in the seat map (fresh: one at most freshMap old); without one, in the
 // store and the lock layer.
-func (s *Service) freeSeats(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, fresh bool) ([]boxoffice.Seat, error) {
+func (s *Bookings) freeSeats(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, fresh bool) ([]boxoffice.Seat, error) {
 	var statuses []string
 	if s.avail != nil {
 		maxAge := time.Duration(0)

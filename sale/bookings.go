@@ -25,7 +25,7 @@ type BookingView struct {
 }
 
 // View renders a booking with its status as of now.
-func (s *Service) View(b *boxoffice.Booking) *BookingView {
+func (s *Bookings) View(b *boxoffice.Booking) *BookingView {
 	now := s.now()
 	st := b.EffectiveStatus(now)
 	v := &BookingView{BookingID: b.ID, EventID: b.EventID, UserID: b.UserID, Status: string(st),
@@ -47,7 +47,7 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // Booking returns a booking its owner (or an admin) may see; anyone else
 // gets ENOTFOUND, so ids of other users' bookings reveal nothing.
-func (s *Service) Booking(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
+func (s *Bookings) Booking(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
 	b, err := s.store.Booking(ctx, id)
 	if err != nil {
 		return nil, noSuch("booking", err)
@@ -60,8 +60,8 @@ func (s *Service) Booking(ctx context.Context, u boxoffice.User, id boxoffice.ID
 
 // ownBooking is Booking for changes: only the owner, not even an admin,
 // may confirm or release a hold.
-func (s *Service) ownBooking(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
-	b, err := s.store.Booking(ctx, id)
+func ownBooking(ctx context.Context, store bookingReader, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
+	b, err := store.Booking(ctx, id)
 	if err != nil {
 		return nil, noSuch("booking", err)
 	}
@@ -74,8 +74,8 @@ func (s *Service) ownBooking(ctx context.Context, u boxoffice.User, id boxoffice
 // Release gives a pending booking's seats back. Releasing a booking that is
 // already released or expired returns it as it is (DELETE is idempotent);
 // a confirmed booking cannot be released (ECONFLICT).
-func (s *Service) Release(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
-	b, err := s.ownBooking(ctx, u, id)
+func (s *Bookings) Release(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*boxoffice.Booking, error) {
+	b, err := ownBooking(ctx, s.store, u, id)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (s *Service) Release(ctx context.Context, u boxoffice.User, id boxoffice.ID
 	if err != nil {
 		return nil, err
 	}
-	s.returnSeats(ctx, nb)
+	s.returns.returnSeats(ctx, nb)
 	return nb, nil
 }
 

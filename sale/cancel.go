@@ -3,7 +3,6 @@ package sale
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -39,11 +38,11 @@ type Cancellation struct {
 // user's), ECANCELCLOSED (the policy does not allow it now), ECONFLICT
 // (not confirmed, a resale purchase, or a ticket resold, checked in or
 // listed), EUNAVAILABLE.
-func (s *Service) Cancel(ctx context.Context, u boxoffice.User, req CancelRequest) (*Cancellation, error) {
+func (s *Tickets) Cancel(ctx context.Context, u boxoffice.User, req CancelRequest) (*Cancellation, error) {
 	if err := checkKey(req.IdempotencyKey); err != nil {
 		return nil, err
 	}
-	b, err := s.ownBooking(ctx, u, req.BookingID)
+	b, err := ownBooking(ctx, s.store, u, req.BookingID)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +97,7 @@ func (s *Service) Cancel(ctx context.Context, u boxoffice.User, req CancelReques
 	}
 	preview := &Cancellation{BookingID: b.ID, Status: string(boxoffice.BookingCancelled), RefundCents: b.AmountCents,
 		RefundStatus: "pending"}
-	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusOK, preview)
+	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeCancelled, preview)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +106,7 @@ func (s *Service) Cancel(ctx context.Context, u boxoffice.User, req CancelReques
 		s.releaseHold(ctx, b.EventID, b.SeatIDs, b.ID)
 		return nil, err
 	}
-	s.returnSeats(ctx, nb)
+	s.returns.returnSeats(ctx, nb)
 	if nb.Status != boxoffice.BookingCancelled {
 		return nil, boxoffice.Errorf(boxoffice.EINTERNAL, "cancel left the booking %s", nb.Status)
 	}
@@ -116,7 +115,7 @@ func (s *Service) Cancel(ctx context.Context, u boxoffice.User, req CancelReques
 
 // cancellation refunds a cancelled booking if it is still owed and says
 // where the money is.
-func (s *Service) cancellation(ctx context.Context, b *boxoffice.Booking) (*Cancellation, error) {
+func (s *Tickets) cancellation(ctx context.Context, b *boxoffice.Booking) (*Cancellation, error) {
 	c := &Cancellation{BookingID: b.ID, Status: string(b.Status), RefundCents: b.AmountCents, RefundStatus: "pending"}
 	p, err := s.store.Payment(ctx, b.ID)
 	if err != nil {
@@ -134,7 +133,7 @@ func (s *Service) cancellation(ctx context.Context, b *boxoffice.Booking) (*Canc
 
 // refund pays back a cancelled booking's payment at the gateway, keyed by
 // the booking so that repeats refund once, and records it.
-func (s *Service) refund(ctx context.Context, p boxoffice.Payment) error {
+func (s *Tickets) refund(ctx context.Context, p boxoffice.Payment) error {
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	if err := s.payments.Refund(ctx, p.AuthID, p.AmountCents, "refund:"+p.BookingID.String()); err != nil {

@@ -3,7 +3,6 @@ package sale
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -72,7 +71,7 @@ func confirmationOf(b *boxoffice.Booking) *Confirmation {
 // ECONFLICT (released), EHOLDLOST (expired or taken over: nothing charged),
 // EPAYMENTDECLINED (the hold stays), EPAYMENTFAILED, ESEATTAKEN,
 // EUNAVAILABLE.
-func (s *Service) Confirm(ctx context.Context, u boxoffice.User, req ConfirmRequest) (*Confirmation, error) {
+func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmRequest) (*Confirmation, error) {
 	if err := checkKey(req.IdempotencyKey); err != nil {
 		return nil, err
 	}
@@ -82,7 +81,7 @@ func (s *Service) Confirm(ctx context.Context, u boxoffice.User, req ConfirmRequ
 	if len(req.PaymentToken) > 255 {
 		return nil, boxoffice.Errorf(boxoffice.EINVALID, "payment_token is too long")
 	}
-	b, err := s.ownBooking(ctx, u, req.BookingID)
+	b, err := ownBooking(ctx, s.store, u, req.BookingID)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +146,7 @@ func (s *Service) Confirm(ctx context.Context, u boxoffice.User, req ConfirmRequ
 
 // issue re-checks the hold after the (possibly slow) authorization and
 // writes tickets, payment and idempotency record in one transaction.
-func (s *Service) issue(ctx context.Context, u boxoffice.User, req ConfirmRequest, hash string, b *boxoffice.Booking, auth boxoffice.Authorization) (*boxoffice.Booking, error) {
+func (s *Bookings) issue(ctx context.Context, u boxoffice.User, req ConfirmRequest, hash string, b *boxoffice.Booking, auth boxoffice.Authorization) (*boxoffice.Booking, error) {
 	now := s.now()
 	if err := confirmable(b, now); err != nil {
 		return nil, err
@@ -166,7 +165,7 @@ func (s *Service) issue(ctx context.Context, u boxoffice.User, req ConfirmReques
 			UserID: b.UserID, Code: randomCode(10), Status: boxoffice.TicketValid, IssuedAt: now}
 	}
 	preview := &boxoffice.Booking{ID: b.ID, ConfirmationCode: code, AmountCents: b.AmountCents, Tickets: tickets}
-	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusOK, confirmationOf(preview))
+	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeConfirmed, confirmationOf(preview))
 	if err != nil {
 		return nil, err
 	}
@@ -179,9 +178,9 @@ func (s *Service) issue(ctx context.Context, u boxoffice.User, req ConfirmReques
 
 // confirmed answers a confirm of a booking that is already confirmed, and
 // records the answer under this key so its retries replay it.
-func (s *Service) confirmed(ctx context.Context, u boxoffice.User, req ConfirmRequest, hash string, b *boxoffice.Booking) (*Confirmation, error) {
+func (s *Bookings) confirmed(ctx context.Context, u boxoffice.User, req ConfirmRequest, hash string, b *boxoffice.Booking) (*Confirmation, error) {
 	c := confirmationOf(b)
-	if rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusOK, c); err == nil {
+	if rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeConfirmed, c); err == nil {
 		if err := s.store.PutIdempotency(ctx, rec); err != nil && !isCode(err, boxoffice.EIDEMINFLIGHT) {
 			s.log.Warn("record idempotent confirm", "booking", b.ID, "err", err)
 		}
@@ -203,7 +202,7 @@ func confirmable(b *boxoffice.Booking, now time.Time) error {
 	}
 }
 
-func (s *Service) void(ctx context.Context, authID string, bookingID boxoffice.ID) {
+func (s *core) void(ctx context.Context, authID string, bookingID boxoffice.ID) {
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	if err := s.payments.Void(ctx, authID); err != nil {
@@ -213,7 +212,7 @@ func (s *Service) void(ctx context.Context, authID string, bookingID boxoffice.I
 
 // capture takes the money after the tickets are written. A failure is left
 // to the reconciler, which finds the payment still authorized.
-func (s *Service) capture(ctx context.Context, bookingID boxoffice.ID, authID string) {
+func (s *Bookings) capture(ctx context.Context, bookingID boxoffice.ID, authID string) {
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	if err := s.payments.Capture(ctx, authID); err != nil {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -41,7 +40,7 @@ import (
 // skipped then. Redelivery is harmless at every step: a request holds as
 // its own booking (its id), so a second delivery re-takes its own seats
 // and finds its booking by its idempotency record.
-func (s *Service) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
+func (s *Queue) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
 	rs := drainOrder(batch)
 	for attempt := 0; ; attempt++ {
 		// A request whose lease another worker holds (two workers handed
@@ -70,7 +69,7 @@ const inflightAttempts = 6
 
 // serveOnce decides rs and returns those another worker holds the lease of;
 // err is why others were left undecided.
-func (s *Service) serveOnce(ctx context.Context, rs []*boxoffice.QueuedRequest) (inflight []*boxoffice.QueuedRequest, err error) {
+func (s *Queue) serveOnce(ctx context.Context, rs []*boxoffice.QueuedRequest) (inflight []*boxoffice.QueuedRequest, err error) {
 	ps := s.undecided(ctx, rs)
 	defer each(ps, func(p *queued) {
 		if p.release != nil {
@@ -109,19 +108,19 @@ type queued struct {
 
 func (p *queued) open() bool { return p.out == nil && p.err == nil }
 
-func (p *queued) reject(err error, s *Service) {
+func (p *queued) reject(err error, s *Queue) {
 	p.out = &boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ErrorCode(err),
 		Message: boxoffice.ErrorMessage(err), FinishedAt: s.now()}
 }
 
-func (p *queued) grant(res *ReserveResult, s *Service) {
+func (p *queued) grant(res *ReserveResult, s *Queue) {
 	p.out = &boxoffice.QueueOutcome{Status: boxoffice.QueueHeld, BookingID: res.BookingID, HeldUntil: res.HeldUntil,
 		FinishedAt: s.now()}
 }
 
 // fail records err as the request's answer: its outcome if it is one, else
 // a reason to leave it for another delivery.
-func (p *queued) fail(err error, s *Service) {
+func (p *queued) fail(err error, s *Queue) {
 	if retryable(err) {
 		p.err = err
 		return
@@ -151,7 +150,7 @@ func drainOrder(batch []*boxoffice.QueuedRequest) []*boxoffice.QueuedRequest {
 // outcome. An entry the state lost (none) is decided all the same: the
 // record carries all the worker needs, and the booking decides. If the
 // entries cannot be read, every request is left for another delivery.
-func (s *Service) undecided(ctx context.Context, rs []*boxoffice.QueuedRequest) []*queued {
+func (s *Queue) undecided(ctx context.Context, rs []*boxoffice.QueuedRequest) []*queued {
 	ps := make([]*queued, 0, len(rs))
 	entries, err := s.queue.Entries(ctx, rs)
 	for i, r := range rs {
@@ -170,7 +169,7 @@ func (s *Service) undecided(ctx context.Context, rs []*boxoffice.QueuedRequest) 
 // takes its in-flight lease (all at once): a lease another worker holds
 // (a rebalance mid-batch) leaves the request to that worker or to
 // redelivery.
-func (s *Service) checkQueued(ctx context.Context, ps []*queued) {
+func (s *Queue) checkQueued(ctx context.Context, ps []*queued) {
 	now := s.now()
 	for _, p := range ps {
 		if !p.open() {
@@ -207,7 +206,7 @@ func (s *Service) checkQueued(ctx context.Context, ps []*queued) {
 // sold out before their turn (at or before its sold-out mark, raised here
 // when the inventory shows nothing left), and the best-available asks that
 // fewer seats are left for than they want.
-func (s *Service) soldOutQueued(ctx context.Context, ps []*queued) {
+func (s *Queue) soldOutQueued(ctx context.Context, ps []*queued) {
 	type state struct {
 		prog boxoffice.QueueProgress
 		inv  *inventory
@@ -241,7 +240,7 @@ func (s *Service) soldOutQueued(ctx context.Context, ps []*queued) {
 // a previous delivery booked (it died before recording the outcome) gets
 // its booking back and is not held again (that would give its seats a new
 // fence the booking does not know).
-func (s *Service) replayQueued(ctx context.Context, ps []*queued) {
+func (s *Queue) replayQueued(ctx context.Context, ps []*queued) {
 	var users, keys []string
 	var which []*queued
 	for _, p := range ps {
@@ -275,7 +274,7 @@ func (s *Service) replayQueued(ctx context.Context, ps []*queued) {
 // holdQueued takes the holds in queue order: runs of requests for given
 // seats in one AcquireMany, a best-available request on its own where it
 // stands.
-func (s *Service) holdQueued(ctx context.Context, ps []*queued) {
+func (s *Queue) holdQueued(ctx context.Context, ps []*queued) {
 	ttl := s.cfg.HoldTTL + s.cfg.HandoverGrace
 	var run []*queued
 	flush := func() {
@@ -308,7 +307,7 @@ func (s *Service) holdQueued(ctx context.Context, ps []*queued) {
 		}
 		flush()
 		p.start = s.now()
-		h, err := s.holdBest(ctx, p.l, p.req.Best, p.r.ID, ttl)
+		h, err := s.bookings.holdBest(ctx, p.l, p.req.Best, p.r.ID, ttl)
 		if err != nil {
 			p.fail(err, s)
 			continue
@@ -321,7 +320,7 @@ func (s *Service) holdQueued(ctx context.Context, ps []*queued) {
 // bookQueued writes the held requests' bookings in one transaction. A
 // refused booking gives its seats back; a batch the database could not
 // take gives every seat back and is left for another delivery.
-func (s *Service) bookQueued(ctx context.Context, ps []*queued) {
+func (s *Queue) bookQueued(ctx context.Context, ps []*queued) {
 	var (
 		nbs   []boxoffice.NewBooking
 		which []*queued
@@ -332,7 +331,7 @@ func (s *Service) bookQueued(ctx context.Context, ps []*queued) {
 			continue
 		}
 		b, res := s.newBooking(p.l, p.r.UserID, p.hold, p.start, p.req.Best != nil, s.seatsAmount(p.l, p.hold.SeatIDs), 0)
-		rec, err := s.record(p.r.UserID, p.r.IdempotencyKey, p.hash, http.StatusCreated, res)
+		rec, err := s.record(p.r.UserID, p.r.IdempotencyKey, p.hash, boxoffice.OutcomeHeld, res)
 		if err != nil {
 			p.err = err
 			continue
@@ -370,7 +369,7 @@ func (s *Service) bookQueued(ctx context.Context, ps []*queued) {
 
 // releaseQueued gives back the holds of the requests that did not end up
 // with their booking. Best effort: a hold left behind expires by itself.
-func (s *Service) releaseQueued(ctx context.Context, ps []*queued) {
+func (s *Queue) releaseQueued(ctx context.Context, ps []*queued) {
 	each(ps, func(p *queued) {
 		if p.held && (p.out == nil || p.out.Status != boxoffice.QueueHeld) {
 			s.releaseHold(ctx, p.r.EventID, p.hold.SeatIDs, p.r.ID)
@@ -380,7 +379,7 @@ func (s *Service) releaseQueued(ctx context.Context, ps []*queued) {
 
 // finishQueued records and announces the outcomes decided, and returns why
 // the others were left for another delivery.
-func (s *Service) finishQueued(ctx context.Context, ps []*queued) error {
+func (s *Queue) finishQueued(ctx context.Context, ps []*queued) error {
 	var (
 		rs    []*boxoffice.QueuedRequest
 		outs  []boxoffice.QueueOutcome

@@ -11,7 +11,7 @@ import (
 // before: the seed would tell the order). ENOTFOUND for an event that sells
 // directly, or one created before draws were committed to and not drawn
 // yet.
-func (s *Service) Draw(ctx context.Context, eventID boxoffice.ID) (*boxoffice.Draw, error) {
+func (s *Queue) Draw(ctx context.Context, eventID boxoffice.ID) (*boxoffice.Draw, error) {
 	l, err := s.Layout(ctx, eventID)
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ import (
 // served count, divided by that rate. It measures real time whatever clock
 // the service runs on: it is about the machines' pace.
 type estimator struct {
-	s  *Service
+	s  *Queue
 	mu sync.Mutex
 	ev *lru.Cache[boxoffice.ID, *drain] // the Config.CacheEvents events sampled last
 	// last is the latest rate measured for any event: the prior of an
@@ -46,7 +46,7 @@ const (
 	rateTau    = 3 * time.Second
 )
 
-func newEstimator(s *Service) *estimator {
+func newEstimator(s *Queue) *estimator {
 	return &estimator{s: s, ev: lru.New[boxoffice.ID, *drain](s.cfg.CacheEvents)}
 }
 
@@ -80,7 +80,7 @@ func (e *estimator) estimate(prog boxoffice.QueueProgress, rate float64, positio
 }
 
 // Rate returns the measured drain rate of an event's queue, requests/s.
-func (s *Service) QueueRate(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, float64, error) {
+func (s *Queue) QueueRate(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, float64, error) {
 	return s.estimator.sample(ctx, eventID)
 }
 

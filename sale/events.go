@@ -9,7 +9,7 @@ import (
 
 // CreateEvent validates and stores a new event; admins only. A zero
 // TicketLimit takes the default. Errors: EFORBIDDEN, EINVALID.
-func (s *Service) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffice.Event) (*boxoffice.Event, error) {
+func (s *Catalog) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffice.Event) (*boxoffice.Event, error) {
 	if !u.IsAdmin() {
 		return nil, boxoffice.Errorf(boxoffice.EFORBIDDEN, "only organisers may create events")
 	}
@@ -47,7 +47,7 @@ func (s *Service) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffic
 }
 
 // Event returns one event. ENOTFOUND if there is none.
-func (s *Service) Event(ctx context.Context, id boxoffice.ID) (*boxoffice.Event, error) {
+func (s *Catalog) Event(ctx context.Context, id boxoffice.ID) (*boxoffice.Event, error) {
 	l, err := s.Layout(ctx, id)
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func (s *Service) Event(ctx context.Context, id boxoffice.ID) (*boxoffice.Event,
 const MaxEventsPage = 100
 
 // Events lists events, newest first.
-func (s *Service) Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffice.Event, error) {
+func (s *Catalog) Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffice.Event, error) {
 	if f.Limit <= 0 || f.Limit > MaxEventsPage {
 		f.Limit = MaxEventsPage
 	}
@@ -67,7 +67,7 @@ func (s *Service) Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxof
 }
 
 // LayoutSeats returns an event's seats in layout order (seatmap.Layouts).
-func (s *Service) LayoutSeats(ctx context.Context, id boxoffice.ID) ([]boxoffice.Seat, error) {
+func (s *Catalog) LayoutSeats(ctx context.Context, id boxoffice.ID) ([]boxoffice.Seat, error) {
 	l, err := s.Layout(ctx, id)
 	if err != nil {
 		return nil, err

@@ -11,8 +11,8 @@ import (
 // replay looks up the stored answer for (user, key). It returns
 // errNoRecord when there is none, EIDEMMISMATCH when the key was used for
 // another request, and otherwise decodes the stored body into out.
-func (s *Service) replay(ctx context.Context, userID, key, hash string, out any) error {
-	rec, err := s.store.Idempotency(ctx, userID, key)
+func (s *core) replay(ctx context.Context, userID, key, hash string, out any) error {
+	rec, err := s.idem.Idempotency(ctx, userID, key)
 	if isCode(err, boxoffice.ENOTFOUND) {
 		return errNoRecord
 	}
@@ -23,7 +23,7 @@ func (s *Service) replay(ctx context.Context, userID, key, hash string, out any)
 }
 
 // replayRecord is replay's reading of a record found.
-func (s *Service) replayRecord(rec *boxoffice.IdempotencyRecord, hash string, out any) error {
+func (s *core) replayRecord(rec *boxoffice.IdempotencyRecord, hash string, out any) error {
 	if !rec.ExpiresAt.After(s.now()) {
 		return errNoRecord // expired and not yet purged: the key is free again
 	}
@@ -38,24 +38,26 @@ func (s *Service) replayRecord(rec *boxoffice.IdempotencyRecord, hash string, ou
 
 // lease takes the in-flight lease for (user, key): a concurrent retry of
 // the same request gets EIDEMINFLIGHT instead of doing the work twice.
-func (s *Service) lease(ctx context.Context, scope, userID, key string) (func(), error) {
+func (s *core) lease(ctx context.Context, scope, userID, key string) (func(), error) {
 	return s.leases.TryLease(ctx, leaseKey(scope, userID, key), s.leaseTTL())
 }
 
 func leaseKey(scope, userID, key string) string { return scope + "\x00" + userID + "\x00" + key }
 
 // leaseTTL outlasts the slowest request: a payment's timeout and more.
-func (s *Service) leaseTTL() time.Duration { return s.cfg.PaymentTimeout + s.cfg.HoldTTL/10 }
+func (s *core) leaseTTL() time.Duration { return s.cfg.PaymentTimeout + s.cfg.HoldTTL/10 }
 
 // queuedLease is the in-flight lease of a queued request's worker.
 const queuedLease = 10 * time.Second
 
-func (s *Service) record(userID, key, hash string, status int, v any) (*boxoffice.IdempotencyRecord, error) {
+// record is the idempotency record of a request that ended in outcome,
+// answered with v.
+func (s *core) record(userID, key, hash string, outcome boxoffice.Outcome, v any) (*boxoffice.IdempotencyRecord, error) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	return &boxoffice.IdempotencyRecord{UserID: userID, Key: key, RequestHash: hash, Status: status,
+	return &boxoffice.IdempotencyRecord{UserID: userID, Key: key, RequestHash: hash, Outcome: outcome,
 		Body: body, CreatedAt: now, ExpiresAt: now.Add(s.cfg.IdempotencyTTL)}, nil
 }

@@ -70,7 +70,7 @@ func (inv *inventory) result() (*inventory, error) {
 // caller counts, the others go on with the previous count if it is not
 // older than the count may take more (inventoryWait): the front door
 // never queues behind a count.
-func (s *Service) inventory(ctx context.Context, l *layout.Layout) (*inventory, error) {
+func (s *core) inventory(ctx context.Context, l *layout.Layout) (*inventory, error) {
 	if s.avail == nil {
 		return nil, nil
 	}
@@ -163,7 +163,7 @@ func errSoldOut(eventID boxoffice.ID) error {
 // sell-out answers (QueueProgress.SoldOut): the recorded mark, raised to
 // every position given so far when the inventory now shows nothing left.
 // An inventory or a queue that cannot be read leaves the mark as it is.
-func (s *Service) soldOutMark(ctx context.Context, l *layout.Layout, prog boxoffice.QueueProgress) boxoffice.QueueProgress {
+func (s *core) soldOutMark(ctx context.Context, l *layout.Layout, prog boxoffice.QueueProgress) boxoffice.QueueProgress {
 	inv, err := s.inventory(ctx, l)
 	if err != nil || !inv.soldOut() || prog.AllSoldOut() {
 		return prog

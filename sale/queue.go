@@ -51,7 +51,7 @@ type QueueTicket struct {
 func QueueURL(id boxoffice.ID) string { return "/queue/" + id.String() }
 
 // Queued reports whether the event sells through the queue.
-func (s *Service) Queued(ctx context.Context, eventID boxoffice.ID) (bool, error) {
+func (s *Queue) Queued(ctx context.Context, eventID boxoffice.ID) (bool, error) {
 	l, err := s.Layout(ctx, eventID)
 	if err != nil {
 		return false, err
@@ -65,7 +65,7 @@ func (s *Service) Queued(ctx context.Context, eventID boxoffice.ID) (bool, error
 // requests arriving meanwhile (admit.go), answering only once the log has
 // it: a ticket is a promise. A retry with the same key
 // gets the same ticket and never a second entry.
-func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequest) (*QueueTicket, error) {
+func (s *Queue) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequest) (*QueueTicket, error) {
 	if s.queue == nil {
 		return nil, boxoffice.Errorf(boxoffice.EUNAVAILABLE, "this server runs no flash-sale queue")
 	}
@@ -115,7 +115,7 @@ func (s *Service) Enqueue(ctx context.Context, u boxoffice.User, req ReserveRequ
 // sell-out gets its own ticket back. Both nil: the request goes on to the
 // queue. Without an inventory (no seat map, or it cannot be read) the
 // queue decides, as before.
-func (s *Service) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *layout.Layout, req ReserveRequest, hash string) (*QueueTicket, error) {
+func (s *Queue) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *layout.Layout, req ReserveRequest, hash string) (*QueueTicket, error) {
 	inv, err := s.inventory(ctx, l)
 	if err != nil {
 		return nil, nil
@@ -150,7 +150,7 @@ func (s *Service) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *lay
 // assumed to take, per request, as many seats as the served ones did (or,
 // before any was served, as many as this one asks), spread over the event
 // as what is left is: the request's kind keeps its share.
-func (s *Service) seatsAtTurn(ctx context.Context, t *QueueTicket, l *layout.Layout, r *boxoffice.QueuedRequest, prog boxoffice.QueueProgress) {
+func (s *Queue) seatsAtTurn(ctx context.Context, t *QueueTicket, l *layout.Layout, r *boxoffice.QueuedRequest, prog boxoffice.QueueProgress) {
 	inv, err := s.inventory(ctx, l)
 	if err != nil || inv == nil {
 		return
@@ -178,7 +178,7 @@ func (s *Service) seatsAtTurn(ctx context.Context, t *QueueTicket, l *layout.Lay
 
 // QueueStatus returns a queued request as its owner sees it (ENOTFOUND for
 // anyone else but an admin).
-func (s *Service) QueueStatus(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*QueueTicket, error) {
+func (s *Queue) QueueStatus(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*QueueTicket, error) {
 	if s.queue == nil {
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
 	}
@@ -192,7 +192,7 @@ func (s *Service) QueueStatus(ctx context.Context, u boxoffice.User, id boxoffic
 	return s.ticket(ctx, e)
 }
 
-func (s *Service) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTicket, error) {
+func (s *Queue) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTicket, error) {
 	r := e.Request
 	t := &QueueTicket{RequestID: r.ID, EventID: r.EventID, Status: e.Status, QueuePosition: r.Position,
 		StatusURL: QueueURL(r.ID), EventsURL: QueueURL(r.ID) + "/events", Reason: e.Reason, Message: e.Message}
@@ -245,7 +245,7 @@ func retryable(err error) bool {
 }
 
 // RunWorker drains the request log until ctx ends.
-func (s *Service) RunWorker(ctx context.Context) error {
+func (s *Queue) RunWorker(ctx context.Context) error {
 	if s.queue == nil {
 		return boxoffice.Errorf(boxoffice.EUNAVAILABLE, "this server runs no flash-sale queue")
 	}
@@ -256,7 +256,7 @@ func (s *Service) RunWorker(ctx context.Context) error {
 // the drawn requests in the log. Safe to call any number of times and from
 // several processes: the draw happens once, under a lease, and a release
 // cut short by a crash is finished by the next call.
-func (s *Service) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
+func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 	p, err := s.queue.Progress(ctx, eventID)
 	if err != nil || (p.Opened && p.Released) || (!p.Opened && p.Waiting == 0) {
 		return err
@@ -313,7 +313,7 @@ func (s *Service) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 
 // RunOpener opens the pre-queues of queued events as their sales open,
 // checking every interval, until ctx ends.
-func (s *Service) RunOpener(ctx context.Context, interval time.Duration) {
+func (s *Queue) RunOpener(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, nil, func() {
 		events, err := s.store.Events(ctx, boxoffice.EventFilter{Limit: 200})
 		if err != nil {

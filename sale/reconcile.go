@@ -26,7 +26,7 @@ type ReconcileReport struct {
 //   - expired idempotency records are purged.
 //
 // Every step is safe to repeat and to run in several processes at once.
-func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
+func (s *Upkeep) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	var r ReconcileReport
 	now := s.now()
 	for {
@@ -61,7 +61,7 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		return r, err
 	}
 	for _, p := range due {
-		if err := s.refund(ctx, p); err != nil {
+		if err := s.tickets.refund(ctx, p); err != nil {
 			s.log.Warn("reconciler refund", "booking", p.BookingID, "err", err)
 			continue
 		}
@@ -73,7 +73,7 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 }
 
 // RunReconciler calls Reconcile every interval until ctx ends.
-func (s *Service) RunReconciler(ctx context.Context, interval time.Duration) {
+func (s *Upkeep) RunReconciler(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, nil, func() {
 		r, err := s.Reconcile(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -102,7 +102,7 @@ func every(ctx context.Context, interval time.Duration, kick <-chan struct{}, fn
 }
 
 // Ready reports whether the stores answer.
-func (s *Service) Ready(ctx context.Context) error {
+func (s *Upkeep) Ready(ctx context.Context) error {
 	if err := s.store.Ping(ctx); err != nil {
 		return boxoffice.Unavailable("the database", err)
 	}

@@ -3,7 +3,6 @@ package sale
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 
 	"github.com/boxoffice/boxoffice"
@@ -51,7 +50,7 @@ type PayoutView struct {
 // EIDEMMISMATCH, EIDEMINFLIGHT, ENOTFOUND (not the user's valid ticket),
 // EINVALID (the price), ECONFLICT (resale closed for the event, the ticket
 // checked in or listed already), ESALECLOSED (the show has started).
-func (s *Service) ListTicket(ctx context.Context, u boxoffice.User, req ListRequest) (*ListingView, error) {
+func (s *Resale) ListTicket(ctx context.Context, u boxoffice.User, req ListRequest) (*ListingView, error) {
 	if err := checkKey(req.IdempotencyKey); err != nil {
 		return nil, err
 	}
@@ -99,7 +98,7 @@ func (s *Service) ListTicket(ctx context.Context, u boxoffice.User, req ListRequ
 	}
 	ls := &boxoffice.Listing{ID: id, TicketID: t.ID, SellerID: u.ID, PriceCents: req.PriceCents,
 		CreatedAt: now, UpdatedAt: now}
-	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusCreated, createdListing{ListingID: ls.ID})
+	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeListed, createdListing{ListingID: ls.ID})
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +121,7 @@ type createdListing struct {
 }
 
 // Listing returns a listing; its ticket id is shown to its seller only.
-func (s *Service) Listing(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*ListingView, error) {
+func (s *Resale) Listing(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*ListingView, error) {
 	ls, err := s.store.Listing(ctx, id)
 	if err != nil {
 		return nil, err
@@ -135,7 +134,7 @@ func (s *Service) Listing(ctx context.Context, u boxoffice.User, id boxoffice.ID
 }
 
 // EventListings returns the event's active listings, by seat.
-func (s *Service) EventListings(ctx context.Context, eventID boxoffice.ID) ([]*ListingView, error) {
+func (s *Resale) EventListings(ctx context.Context, eventID boxoffice.ID) ([]*ListingView, error) {
 	l, err := s.Layout(ctx, eventID)
 	if err != nil {
 		return nil, err
@@ -152,7 +151,7 @@ func (s *Service) EventListings(ctx context.Context, eventID boxoffice.ID) ([]*L
 }
 
 // MyListings returns the user's listings, newest first.
-func (s *Service) MyListings(ctx context.Context, u boxoffice.User) ([]*ListingView, error) {
+func (s *Resale) MyListings(ctx context.Context, u boxoffice.User) ([]*ListingView, error) {
 	ls, err := s.store.UserListings(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -170,7 +169,7 @@ func (s *Service) MyListings(ctx context.Context, u boxoffice.User) ([]*ListingV
 
 // WithdrawListing takes the user's listing off the market, unless a buyer
 // holds it (ECONFLICT). Withdrawing twice is harmless.
-func (s *Service) WithdrawListing(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*ListingView, error) {
+func (s *Resale) WithdrawListing(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*ListingView, error) {
 	ls, err := s.store.WithdrawListing(ctx, id, u.ID, s.now())
 	if err != nil {
 		return nil, err
@@ -183,7 +182,7 @@ func (s *Service) WithdrawListing(ctx context.Context, u boxoffice.User, id boxo
 }
 
 // MyPayouts returns what the user is owed for sold listings.
-func (s *Service) MyPayouts(ctx context.Context, u boxoffice.User) ([]PayoutView, error) {
+func (s *Resale) MyPayouts(ctx context.Context, u boxoffice.User) ([]PayoutView, error) {
 	ps, err := s.store.UserPayouts(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -196,7 +195,7 @@ func (s *Service) MyPayouts(ctx context.Context, u boxoffice.User) ([]PayoutView
 	return out, nil
 }
 
-func (s *Service) listingView(l *layout.Layout, ls *boxoffice.Listing, seller bool) *ListingView {
+func (s *Resale) listingView(l *layout.Layout, ls *boxoffice.Listing, seller bool) *ListingView {
 	st, _ := l.Seat(ls.SeatID)
 	v := &ListingView{ListingID: ls.ID, EventID: ls.EventID, SeatID: ls.SeatID, Section: st.Section, Row: st.Row,
 		Number: st.Number, PriceTier: st.PriceTier, PriceCents: ls.PriceCents, FaceValueCents: st.PriceCents,
@@ -210,7 +209,7 @@ func (s *Service) listingView(l *layout.Layout, ls *boxoffice.Listing, seller bo
 // reserveListing holds a listed ticket's seat for the buyer and writes a
 // resale booking at the listing's price: the same hold, booking and
 // confirm as a primary sale, so two buyers cannot pay for one listing.
-func (s *Service) reserveListing(ctx context.Context, u boxoffice.User, req ReserveRequest) (*ReserveResult, error) {
+func (s *Resale) reserveListing(ctx context.Context, u boxoffice.User, req ReserveRequest) (*ReserveResult, error) {
 	if err := checkKey(req.IdempotencyKey); err != nil {
 		return nil, err
 	}
@@ -240,6 +239,6 @@ func (s *Service) reserveListing(ctx context.Context, u boxoffice.User, req Rese
 	hash := requestHash("reserve-listing", ls.ID.String())
 	// An inactive listing is refused inside reserve, after the replay: a
 	// retry of the purchase that sold it must get its answer back.
-	return s.reserve(ctx, u, l, ReserveRequest{EventID: ls.EventID, SeatIDs: []string{ls.SeatID},
+	return s.bookings.reserve(ctx, u, l, ReserveRequest{EventID: ls.EventID, SeatIDs: []string{ls.SeatID},
 		IdempotencyKey: req.IdempotencyKey, ListingID: ls.ID}, hash, ls)
 }

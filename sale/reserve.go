@@ -3,7 +3,6 @@ package sale
 import (
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,9 +47,9 @@ func PaymentURL(id boxoffice.ID) string { return "/bookings/" + id.String() + "/
 // EIDEMINFLIGHT, ENOTFOUND (event), EINVALID (seats), ELIMIT, ESALECLOSED,
 // ESEATTAKEN (with the seats in the way), EUNAVAILABLE (the lock store or
 // database is down: nothing was held).
-func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequest) (*ReserveResult, error) {
+func (s *Bookings) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequest) (*ReserveResult, error) {
 	if req.ListingID != 0 {
-		return s.reserveListing(ctx, u, req)
+		return s.resale.reserveListing(ctx, u, req)
 	}
 	l, hash, err := s.checkReserve(ctx, req)
 	if err != nil {
@@ -69,7 +68,7 @@ func (s *Service) Reserve(ctx context.Context, u boxoffice.User, req ReserveRequ
 // checkReserve validates a reserve request against its event: the key, the
 // event, the seats (or the best-available ask). hash fingerprints the
 // request for idempotency.
-func (s *Service) checkReserve(ctx context.Context, req ReserveRequest) (l *layout.Layout, hash string, err error) {
+func (s *core) checkReserve(ctx context.Context, req ReserveRequest) (l *layout.Layout, hash string, err error) {
 	if err := checkKey(req.IdempotencyKey); err != nil {
 		return nil, "", err
 	}
@@ -104,7 +103,7 @@ func saleClosed(ev *boxoffice.Event, now time.Time) error {
 // reserve holds the seats and writes the pending booking with its
 // idempotency record, under a new booking id. A resale purchase passes its
 // listing: one seat, at the listing's price.
-func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *layout.Layout, req ReserveRequest, hash string, listing *boxoffice.Listing) (*ReserveResult, error) {
+func (s *Bookings) reserve(ctx context.Context, u boxoffice.User, l *layout.Layout, req ReserveRequest, hash string, listing *boxoffice.Listing) (*ReserveResult, error) {
 	ev := l.Event
 	// The lease first: a running first request holds it, and this retry
 	// gets 409; a finished one has left its record.
@@ -166,7 +165,7 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *layout.Layou
 	}
 	b, resp := s.newBooking(l, u.ID, hold, start, req.Best != nil, amount, listingID)
 	res = *resp
-	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusCreated, &res)
+	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeHeld, &res)
 	if err != nil {
 		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
 		return nil, err
@@ -185,7 +184,7 @@ func (s *Service) reserve(ctx context.Context, u boxoffice.User, l *layout.Layou
 }
 
 // seatsAmount is what the seats cost at their sections' prices.
-func (s *Service) seatsAmount(l *layout.Layout, seats []string) int64 {
+func (s *core) seatsAmount(l *layout.Layout, seats []string) int64 {
 	var amount int64
 	for _, seat := range seats {
 		st, _ := l.Seat(seat)
@@ -197,7 +196,7 @@ func (s *Service) seatsAmount(l *layout.Layout, seats []string) int64 {
 // newBooking is the pending booking of a granted hold (its owner is the
 // booking's id) asked for at start, and the answer to its reserve; best
 // says the seats were picked for the buyer, who is then told which.
-func (s *Service) newBooking(l *layout.Layout, userID string, hold boxoffice.Hold, start time.Time, best bool, amount int64, listingID boxoffice.ID) (*boxoffice.Booking, *ReserveResult) {
+func (s *core) newBooking(l *layout.Layout, userID string, hold boxoffice.Hold, start time.Time, best bool, amount int64, listingID boxoffice.ID) (*boxoffice.Booking, *ReserveResult) {
 	now := s.now()
 	b := &boxoffice.Booking{
 		ID: hold.Owner, EventID: l.Event.ID, UserID: userID, SeatIDs: hold.SeatIDs, Status: boxoffice.BookingPending,
@@ -221,7 +220,7 @@ type answer struct {
 // when an earlier request with this key was answered (its answer, or
 // EIDEMMISMATCH if it was another request), so that a retry gets the
 // first answer rather than the failure its own attempt met.
-func (s *Service) replayIfAnswered(ctx context.Context, userID, key, hash string) (answer, bool) {
+func (s *Bookings) replayIfAnswered(ctx context.Context, userID, key, hash string) (answer, bool) {
 	var res ReserveResult
 	switch err := s.replay(ctx, userID, key, hash, &res); {
 	case errors.Is(err, errNoRecord):
@@ -237,7 +236,7 @@ func (s *Service) replayIfAnswered(ctx context.Context, userID, key, hash string
 
 // releaseHold gives seats back to the lock layer on a failed path. A failure
 // here is logged, not returned: the hold expires by itself anyway.
-func (s *Service) releaseHold(ctx context.Context, eventID boxoffice.ID, seatIDs []string, owner boxoffice.ID) {
+func (s *core) releaseHold(ctx context.Context, eventID boxoffice.ID, seatIDs []string, owner boxoffice.ID) {
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	if _, err := s.holds.Release(ctx, eventID, seatIDs, owner); err != nil {

@@ -37,7 +37,7 @@ const returnsLease = "seat-returns"
 // out, then offer every pending return to the waitlist. It skips the pass
 // (nil) while another process runs one. A return that cannot be handled
 // now (a store unreachable) stays for the next pass.
-func (s *Service) ProcessReturns(ctx context.Context) (ReturnsReport, error) {
+func (s *Waitlist) ProcessReturns(ctx context.Context) (ReturnsReport, error) {
 	var r ReturnsReport
 	release, err := s.leases.TryLease(ctx, returnsLease, time.Minute)
 	if isCode(err, boxoffice.EIDEMINFLIGHT) {
@@ -82,7 +82,7 @@ func (s *Service) ProcessReturns(ctx context.Context) (ReturnsReport, error) {
 
 // RunReturns runs a returns pass every interval, and at once when this
 // process frees seats, until ctx ends.
-func (s *Service) RunReturns(ctx context.Context, interval time.Duration) {
+func (s *Waitlist) RunReturns(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, s.returnsKick, func() {
 		r, err := s.ProcessReturns(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -95,7 +95,7 @@ func (s *Service) RunReturns(ctx context.Context, interval time.Duration) {
 }
 
 // kickReturns wakes RunReturns, if it runs in this process.
-func (s *Service) kickReturns() {
+func (s *core) kickReturns() {
 	select {
 	case s.returnsKick <- struct{}{}:
 	default:
@@ -108,7 +108,7 @@ func (s *Service) kickReturns() {
 // which the next pass handles again and deletes: handling a return twice
 // is safe (see handleReturn), and if this one fails the pass does the
 // work.
-func (s *Service) returnSeats(ctx context.Context, b *boxoffice.Booking) {
+func (s *Waitlist) returnSeats(ctx context.Context, b *boxoffice.Booking) {
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	ret := boxoffice.SeatReturn{EventID: b.EventID, BookingID: b.ID, SeatIDs: b.SeatIDs, ListingID: b.ListingID}
@@ -122,7 +122,7 @@ func (s *Service) returnSeats(ctx context.Context, b *boxoffice.Booking) {
 // the rest back to the public. It is safe to run again after a crash: a
 // seat already offered is held by its offer, which the next Acquire meets
 // as ESEATTAKEN and leaves alone.
-func (s *Service) handleReturn(ctx context.Context, ret boxoffice.SeatReturn) (offers, released int, err error) {
+func (s *Waitlist) handleReturn(ctx context.Context, ret boxoffice.SeatReturn) (offers, released int, err error) {
 	l, err := s.Layout(ctx, ret.EventID)
 	if err != nil {
 		return 0, 0, err
@@ -229,7 +229,7 @@ func pickSeats(l *layout.Layout, pool []string, e *boxoffice.WaitlistEntry, list
 // (the user's ticket limit, an entry that moved on, a seat sold under it)
 // hands its seats back to holder, and the pass goes on with the next
 // entry.
-func (s *Service) offer(ctx context.Context, l *layout.Layout, e *boxoffice.WaitlistEntry, pick []string, holder boxoffice.ID, listing *boxoffice.Listing) (ok bool, drop []string, _ error) {
+func (s *Waitlist) offer(ctx context.Context, l *layout.Layout, e *boxoffice.WaitlistEntry, pick []string, holder boxoffice.ID, listing *boxoffice.Listing) (ok bool, drop []string, _ error) {
 	id, err := s.ids.NextID()
 	if err != nil {
 		return false, nil, err
@@ -284,7 +284,7 @@ func (s *Service) offer(ctx context.Context, l *layout.Layout, e *boxoffice.Wait
 // giveBack releases seats held by holder to the public and returns how
 // many it freed (seats whose hold ran out free themselves). A failure is
 // logged: the holds run out by themselves.
-func (s *Service) giveBack(ctx context.Context, eventID boxoffice.ID, seatIDs []string, holder boxoffice.ID) int {
+func (s *core) giveBack(ctx context.Context, eventID boxoffice.ID, seatIDs []string, holder boxoffice.ID) int {
 	if holder == 0 || len(seatIDs) == 0 {
 		return 0
 	}

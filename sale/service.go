@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/internal/combine"
 	"github.com/boxoffice/boxoffice/internal/lru"
 	"github.com/boxoffice/boxoffice/layout"
 )
@@ -125,9 +124,10 @@ func (c *Config) setDefaults() {
 // DefaultAdmitDeadline is Config.AdmitDeadline's default.
 const DefaultAdmitDeadline = 5 * time.Second
 
-// Service implements the use cases. Create it with New.
-type Service struct {
-	store    boxoffice.Store
+// core is what the use cases share: the ports other than the store, the
+// policy and the per-event caches. Each use case adds the narrow store it
+// needs (ports.go).
+type core struct {
 	holds    boxoffice.Holds
 	leases   boxoffice.Leases
 	payments boxoffice.PaymentGateway
@@ -135,18 +135,17 @@ type Service struct {
 	now      func() time.Time
 	log      *slog.Logger
 	cfg      Config
+	// idem reads the answers recorded for idempotency keys.
+	idem IdempotencyReader
 
 	// The flash-sale queue; nil queue means queued sales are refused.
-	queue     boxoffice.QueueState
-	reqLog    boxoffice.RequestLog
-	notifier  boxoffice.Notifier
-	estimator *estimator
-	admitter  *combine.Combiner[admission, admitted]
+	queue    boxoffice.QueueState
+	reqLog   boxoffice.RequestLog
+	notifier boxoffice.Notifier
 
 	// layouts are the events' expanded seat layouts, shared with the seat
 	// map.
 	layouts *layout.Cache
-
 	// returnsKick wakes RunReturns at once when this process freed seats.
 	returnsKick chan struct{}
 	// avail is the seat map best available picks from (Deps.Availability);
@@ -155,6 +154,25 @@ type Service struct {
 	taken takenSeats
 	// invs counts what is left of each event (inventory.go).
 	invs inventories
+}
+
+// Service is every use case of the box office, each a type of its own
+// over the narrow store it declares: Catalog (create and read events),
+// Bookings (reserve, confirm, release), Queue (the front door, the
+// drain, the opener, the estimates, the draw), Waitlist (the waitlist and
+// the returns pass that offers it returned seats), Resale (fan-to-fan
+// listings), Tickets (tickets, check-in, cancel) and Upkeep (the
+// reconciler). Service embeds them all, so one value serves a process;
+// a consumer takes the interface of the part it uses. Create it with New.
+type Service struct {
+	*Catalog
+	*Bookings
+	*Queue
+	*Waitlist
+	*Resale
+	*Tickets
+	*Upkeep
+	core *core
 }
 
 // Deps are the ports the service drives.
@@ -190,29 +208,45 @@ func New(d Deps, cfg Config) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	s := &Service{store: d.Store, holds: d.Holds, leases: d.Leases, payments: d.Payments,
+	c := &core{holds: d.Holds, leases: d.Leases, payments: d.Payments, idem: d.Store,
 		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier, returnsKick: make(chan struct{}, 1),
 		layouts: d.Layouts, avail: d.Availability,
 		taken: takenSeats{seats: lru.New[boxoffice.ID, map[string]time.Time](cfg.CacheEvents)},
 		invs:  inventories{ev: lru.New[boxoffice.ID, *inventoryEntry](cfg.CacheEvents)}}
-	if s.layouts == nil {
-		s.layouts = layout.NewCache(d.Store, cfg.CacheEvents)
+	if c.layouts == nil {
+		c.layouts = layout.NewCache(d.Store, cfg.CacheEvents)
 	}
 	if d.Queue != nil && d.RequestLog != nil {
-		s.queue, s.reqLog = d.Queue, d.RequestLog
-		s.admitter = newAdmitter(s)
+		c.queue, c.reqLog = d.Queue, d.RequestLog
 	}
-	s.estimator = newEstimator(s)
+	s := &Service{core: c}
+	s.Catalog = &Catalog{core: c, store: d.Store}
+	s.Bookings = &Bookings{core: c, store: d.Store}
+	s.Queue = &Queue{core: c, store: d.Store, bookings: s.Bookings}
+	s.Queue.estimator = newEstimator(s.Queue)
+	if c.queue != nil {
+		s.Queue.admitter = newAdmitter(s.Queue)
+	}
+	s.Tickets = &Tickets{core: c, store: d.Store}
+	s.Waitlist = &Waitlist{core: c, store: d.Store, bookings: s.Bookings}
+	s.Resale = &Resale{core: c, store: d.Store, bookings: s.Bookings}
+	s.Upkeep = &Upkeep{core: c, store: d.Store, tickets: s.Tickets}
+	s.Bookings.resale, s.Bookings.returns, s.Tickets.returns = s.Resale, s.Waitlist, s.Waitlist
 	return s
 }
 
 // Config returns the effective configuration (defaults applied).
-func (s *Service) Config() Config { return s.cfg }
+func (s *Service) Config() Config { return s.core.cfg }
 
 // Layout returns the event's layout (layout.Cache.Get). ENOTFOUND for an
 // unknown event.
 func (s *Service) Layout(ctx context.Context, eventID boxoffice.ID) (*layout.Layout, error) {
-	return s.layouts.Get(ctx, eventID)
+	return s.core.Layout(ctx, eventID)
+}
+
+// Layout is Service.Layout for the use cases.
+func (c *core) Layout(ctx context.Context, eventID boxoffice.ID) (*layout.Layout, error) {
+	return c.layouts.Get(ctx, eventID)
 }
 
 // randomCode returns n random bytes in unpadded base32: ticket codes and

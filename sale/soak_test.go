@@ -84,16 +84,16 @@ func soak(t *testing.T, events, seats, bound int) soakResult {
 		if _, err := maps.Statuses(ctx, e.ID, time.Nanosecond); err != nil { // a fresh read, kept
 			t.Fatal(err)
 		}
-		if _, err := s.inventory(ctx, l); err != nil {
+		if _, err := s.core.inventory(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.holdBest(ctx, l, &boxoffice.BestAvailable{Quantity: 2}, boxoffice.ID(i+1), time.Hour); err != nil {
+		if _, err := s.Bookings.holdBest(ctx, l, &boxoffice.BestAvailable{Quantity: 2}, boxoffice.ID(i+1), time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		s.estimator.drain(e.ID)
+		s.Queue.estimator.drain(e.ID)
 	}
-	r := soakResult{layouts: s.layouts.Len(), inventories: s.invs.ev.Len(), drains: s.estimator.ev.Len(),
-		taken: s.taken.seats.Len(), maps: maps.Events()}
+	r := soakResult{layouts: s.core.layouts.Len(), inventories: s.core.invs.ev.Len(), drains: s.Queue.estimator.ev.Len(),
+		taken: s.core.taken.seats.Len(), maps: maps.Events()}
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)

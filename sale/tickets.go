@@ -21,7 +21,7 @@ type MyTicketView struct {
 
 // MyTickets returns the user's valid tickets, newest first, with their
 // seats and events.
-func (s *Service) MyTickets(ctx context.Context, u boxoffice.User) ([]MyTicketView, error) {
+func (s *Tickets) MyTickets(ctx context.Context, u boxoffice.User) ([]MyTicketView, error) {
 	ts, err := s.store.UserTickets(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (s *Service) MyTickets(ctx context.Context, u boxoffice.User) ([]MyTicketVi
 // staff whose token covers its event (User.Oversees: unscoped staff see
 // the result of a scan, not every ticket's code); anyone else gets
 // ENOTFOUND.
-func (s *Service) Ticket(ctx context.Context, u boxoffice.User, id boxoffice.ID) (MyTicketView, error) {
+func (s *Tickets) Ticket(ctx context.Context, u boxoffice.User, id boxoffice.ID) (MyTicketView, error) {
 	t, err := s.store.Ticket(ctx, id)
 	if err != nil {
 		return MyTicketView{}, noSuch("ticket", err)
@@ -52,7 +52,7 @@ func (s *Service) Ticket(ctx context.Context, u boxoffice.User, id boxoffice.ID)
 	return s.myTicket(ctx, t)
 }
 
-func (s *Service) myTicket(ctx context.Context, t *boxoffice.Ticket) (MyTicketView, error) {
+func (s *Tickets) myTicket(ctx context.Context, t *boxoffice.Ticket) (MyTicketView, error) {
 	l, err := s.Layout(ctx, t.EventID)
 	if err != nil {
 		return MyTicketView{}, err
@@ -68,7 +68,7 @@ func (s *Service) myTicket(ctx context.Context, t *boxoffice.Ticket) (MyTicketVi
 // EINVALID (no code), ENOTFOUND (no ticket has it), ECONFLICT (a ticket
 // of another event: not admitted), ETICKETVOID (resold or cancelled: the
 // code admits nobody), ECHECKEDIN (admitted before).
-func (s *Service) CheckIn(ctx context.Context, u boxoffice.User, eventID boxoffice.ID, code string) (MyTicketView, error) {
+func (s *Tickets) CheckIn(ctx context.Context, u boxoffice.User, eventID boxoffice.ID, code string) (MyTicketView, error) {
 	if !u.CanCheckIn() {
 		return MyTicketView{}, boxoffice.Errorf(boxoffice.EFORBIDDEN, "venue staff only")
 	}

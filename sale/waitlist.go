@@ -3,7 +3,6 @@ package sale
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 
 	"github.com/boxoffice/boxoffice"
@@ -60,7 +59,7 @@ func WaitlistURL(id boxoffice.ID) string { return "/waitlist/" + id.String() }
 // EIDEMMISMATCH, EIDEMINFLIGHT, ENOTFOUND (event), EINVALID (quantity,
 // section or tier), ECONFLICT (the user is on it already), ESALECLOSED
 // (the show has started).
-func (s *Service) JoinWaitlist(ctx context.Context, u boxoffice.User, req JoinRequest) (*WaitlistView, error) {
+func (s *Waitlist) JoinWaitlist(ctx context.Context, u boxoffice.User, req JoinRequest) (*WaitlistView, error) {
 	if err := checkKey(req.IdempotencyKey); err != nil {
 		return nil, err
 	}
@@ -107,7 +106,7 @@ func (s *Service) JoinWaitlist(ctx context.Context, u boxoffice.User, req JoinRe
 	}
 	e := &boxoffice.WaitlistEntry{ID: id, EventID: req.EventID, UserID: u.ID, Section: req.Section,
 		PriceTier: req.PriceTier, Quantity: req.Quantity, Status: boxoffice.WaitlistWaiting, JoinedAt: now, UpdatedAt: now}
-	rec, err := s.record(u.ID, req.IdempotencyKey, hash, http.StatusCreated, createdEntry{EntryID: e.ID})
+	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeJoined, createdEntry{EntryID: e.ID})
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +124,7 @@ type createdEntry struct {
 
 // WaitlistEntry returns an entry as its user (or an admin) sees it; anyone
 // else gets ENOTFOUND.
-func (s *Service) WaitlistEntry(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*WaitlistView, error) {
+func (s *Waitlist) WaitlistEntry(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*WaitlistView, error) {
 	e, err := s.store.WaitlistEntry(ctx, id)
 	if err != nil {
 		return nil, noSuch("waitlist entry", err)
@@ -137,7 +136,7 @@ func (s *Service) WaitlistEntry(ctx context.Context, u boxoffice.User, id boxoff
 }
 
 // MyWaitlist returns the user's entries, newest first.
-func (s *Service) MyWaitlist(ctx context.Context, u boxoffice.User) ([]*WaitlistView, error) {
+func (s *Waitlist) MyWaitlist(ctx context.Context, u boxoffice.User) ([]*WaitlistView, error) {
 	es, err := s.store.UserWaitlist(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -156,7 +155,7 @@ func (s *Service) MyWaitlist(ctx context.Context, u boxoffice.User) ([]*Waitlist
 // LeaveWaitlist takes the user off the waitlist; an open offer is
 // declined (its seats move on to the next entry). Leaving twice is
 // harmless.
-func (s *Service) LeaveWaitlist(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*WaitlistView, error) {
+func (s *Waitlist) LeaveWaitlist(ctx context.Context, u boxoffice.User, id boxoffice.ID) (*WaitlistView, error) {
 	e, err := s.store.WaitlistEntry(ctx, id)
 	if err != nil {
 		return nil, noSuch("waitlist entry", err)
@@ -169,7 +168,7 @@ func (s *Service) LeaveWaitlist(ctx context.Context, u boxoffice.User, id boxoff
 		return nil, err
 	}
 	if offered {
-		if _, err := s.Release(ctx, u, e.BookingID); err != nil && !isCode(err, boxoffice.ECONFLICT) {
+		if _, err := s.bookings.Release(ctx, u, e.BookingID); err != nil && !isCode(err, boxoffice.ECONFLICT) {
 			return nil, err
 		}
 	}
@@ -182,7 +181,7 @@ func WaitlistLive(v *WaitlistView) bool {
 	return boxoffice.WaitlistStatus(v.Status).Live()
 }
 
-func (s *Service) waitlistView(ctx context.Context, e *boxoffice.WaitlistEntry) (*WaitlistView, error) {
+func (s *Waitlist) waitlistView(ctx context.Context, e *boxoffice.WaitlistEntry) (*WaitlistView, error) {
 	v := &WaitlistView{EntryID: e.ID, EventID: e.EventID, Status: string(e.Status), Section: e.Section,
 		PriceTier: e.PriceTier, Quantity: e.Quantity, Offers: e.Offers, JoinedAt: e.JoinedAt.UTC().Format(TimeFormat),
 		StatusURL: WaitlistURL(e.ID), EventsURL: WaitlistURL(e.ID) + "/events"}

@@ -56,7 +56,7 @@ func booking(e *boxoffice.Event, seats []boxoffice.Seat, i int64) boxoffice.NewB
 		},
 		TicketLimit: boxoffice.DefaultTicketLimit,
 		Idempotency: &boxoffice.IdempotencyRecord{
-			UserID: user, Key: "reserve", RequestHash: "h", Status: 201, Body: []byte(`{"booking_id":"1"}`),
+			UserID: user, Key: "reserve", RequestHash: "h", Outcome: boxoffice.OutcomeHeld, Body: []byte(`{"booking_id":"1"}`),
 			CreatedAt: benchNow, ExpiresAt: benchNow.Add(24 * time.Hour),
 		},
 	}

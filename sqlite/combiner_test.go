@@ -116,7 +116,7 @@ func (r reserve) newBooking(eventID boxoffice.ID) boxoffice.NewBooking {
 		},
 		TicketLimit: 4,
 		Idempotency: &boxoffice.IdempotencyRecord{
-			UserID: r.user, Key: r.key, RequestHash: fmt.Sprint("hash-", r.id), Status: 201,
+			UserID: r.user, Key: r.key, RequestHash: fmt.Sprint("hash-", r.id), Outcome: boxoffice.OutcomeHeld,
 			Body: []byte(fmt.Sprintf(`{"booking_id":"%d"}`, r.id)), CreatedAt: batchNow, ExpiresAt: batchNow.Add(time.Hour),
 		},
 	}

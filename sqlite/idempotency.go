@@ -35,9 +35,9 @@ func (s *Store) PutIdempotency(ctx context.Context, r *boxoffice.IdempotencyReco
 // insertIdempotency writes r in tx; EIDEMINFLIGHT if (user, key) is taken.
 func insertIdempotency(ctx context.Context, tx *txn, r *boxoffice.IdempotencyRecord) error {
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO idempotency_keys (user_id, key, request_hash, status, body, created_at, expires_at)
+		INSERT INTO idempotency_keys (user_id, key, request_hash, outcome, body, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		r.UserID, r.Key, r.RequestHash, r.Status, r.Body, millis(r.CreatedAt), millis(r.ExpiresAt))
+		r.UserID, r.Key, r.RequestHash, r.Outcome, r.Body, millis(r.CreatedAt), millis(r.ExpiresAt))
 	if isUniqueViolation(err) {
 		return boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with this idempotency key was already made")
 	}

@@ -449,7 +449,7 @@ func (s suite) idempotencies(t *testing.T) {
 		alice1.ExpiresAt = alice1.CreatedAt.Add(24 * time.Hour)
 		alice1.Body = []byte{0, 1, 2, 0xff, '{', '}'}
 		bob1, alice2 := f.idem("bob", "k1"), f.idem("alice", "k2")
-		bob1.Status, bob1.Body = 409, []byte("bob's")
+		bob1.Outcome, bob1.Body = boxoffice.OutcomeConfirmed, []byte("bob's")
 		for _, r := range []*boxoffice.IdempotencyRecord{alice1, bob1, alice2} {
 			if err := f.store.PutIdempotency(f.ctx, r); err != nil {
 				t.Fatalf("PutIdempotency(%s, %s): %v", r.UserID, r.Key, err)

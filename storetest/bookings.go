@@ -304,7 +304,7 @@ func (f *fixture) idem(user, key string) *boxoffice.IdempotencyRecord {
 		UserID:      user,
 		Key:         key,
 		RequestHash: "sha256:" + user + ":" + key,
-		Status:      201,
+		Outcome:     boxoffice.OutcomeHeld,
 		Body:        []byte(`{"ok":true}`),
 		CreatedAt:   t0,
 		ExpiresAt:   t0.Add(24 * time.Hour),

@@ -153,7 +153,7 @@ func (s suite) confirm(t *testing.T) {
 				}
 				c := f.confirmation(b, t0.Add(2*time.Minute), "ok")
 				c.Idempotency = f.idem("alice", "confirm")
-				c.Idempotency.RequestHash, c.Idempotency.Status = "the confirm", 200
+				c.Idempotency.RequestHash, c.Idempotency.Outcome = "the confirm", boxoffice.OutcomeConfirmed
 				return c
 			}, boxoffice.EIDEMINFLIGHT},
 			{"WithATicketMissingIsInvalid", func(f *fixture, e *boxoffice.Event) boxoffice.ConfirmBooking {

@@ -34,7 +34,7 @@ func (s suite) idempotency(t *testing.T) {
 			t.Fatalf("PutIdempotency: %v", err)
 		}
 		second := f.idem("alice", "k")
-		second.RequestHash, second.Status, second.Body = "another", 500, []byte("second")
+		second.RequestHash, second.Outcome, second.Body = "another", boxoffice.OutcomeCancelled, []byte("second")
 		wantCode(t, "PutIdempotency(again)", f.store.PutIdempotency(f.ctx, second), boxoffice.EIDEMINFLIGHT)
 		f.wantIdempotency(first)
 	})
