@@ -8,8 +8,10 @@ package boxoffice
 
 // Validate checks the shape of a new booking, the first check of
 // CreateBooking and CreateBookings, before any database: a booking of at
-// least one seat; a resale purchase of exactly one seat (the listing's),
-// and not also a waitlist offer. EINVALID otherwise.
+// least one seat; a resale purchase of exactly one seat (the listing's).
+// EINVALID otherwise. A booking may be both a resale purchase and a
+// waitlist offer: a listing whose buyer did not pay is offered to the
+// waitlist first.
 func (nb NewBooking) Validate() error {
 	b := nb.Booking
 	switch {
@@ -17,8 +19,6 @@ func (nb NewBooking) Validate() error {
 		return Errorf(EINVALID, "a booking needs at least one seat")
 	case b.ListingID != 0 && len(b.SeatIDs) != 1:
 		return Errorf(EINVALID, "a resale purchase is of exactly one seat, the listing's")
-	case b.ListingID != 0 && b.WaitlistEntryID != 0:
-		return Errorf(EINVALID, "a booking is a resale purchase or a waitlist offer, not both")
 	}
 	return nil
 }

@@ -38,7 +38,6 @@ func TestNewBookingValidate(t *testing.T) {
 	var (
 		noSeats = wantErr{code: EINVALID, msg: "a booking needs at least one seat"}
 		oneSeat = wantErr{code: EINVALID, msg: "a resale purchase is of exactly one seat, the listing's"}
-		notBoth = wantErr{code: EINVALID, msg: "a booking is a resale purchase or a waitlist offer, not both"}
 		alone   = wantErr{code: EINVALID, msg: "a resale purchase or a waitlist offer is booked on its own"}
 	)
 	tests := []struct {
@@ -54,8 +53,8 @@ func TestNewBookingValidate(t *testing.T) {
 		{"PurchaseOfNoSeat", &Booking{ListingID: 7}, noSeats, noSeats},
 		{"PurchaseOfTwoSeats", &Booking{SeatIDs: []string{"A-1", "A-2"}, ListingID: 7}, oneSeat, oneSeat},
 		{"Offer", &Booking{SeatIDs: []string{"A-1", "A-2"}, WaitlistEntryID: 9}, wantErr{}, alone},
-		{"PurchaseAndOffer", &Booking{SeatIDs: []string{"A-1"}, ListingID: 7, WaitlistEntryID: 9}, notBoth, notBoth},
-		// The seat count of a purchase is checked before "not both".
+		// A listing offered to the waitlist: a purchase and an offer at once.
+		{"PurchaseAndOffer", &Booking{SeatIDs: []string{"A-1"}, ListingID: 7, WaitlistEntryID: 9}, wantErr{}, alone},
 		{"PurchaseOfTwoSeatsAndOffer", &Booking{SeatIDs: []string{"A-1", "A-2"}, ListingID: 7, WaitlistEntryID: 9}, oneSeat, oneSeat},
 	}
 	for _, tc := range tests {

@@ -338,6 +338,51 @@ func testWaitlistInput(t *testing.T, s *Stack) {
 
 // Two buyers race for one listing: one hold, one ticket, one charge; the
 // seller's ticket is void, the seller is owed the price.
+// A resale buyer who does not pay returns the listing to the market, and
+// the waitlist gets it first: the offer is the listing at its price, and
+// paying for it moves the ticket as a resale does.
+func testResaleUnpaidGoesToTheWaitlist(t *testing.T, s *Stack) {
+	b := eventBody(s, section{"U", "t", 5000, 1, 2})
+	b["resale_cap_percent"] = 120
+	ev := s.newEvent(t, b)
+	seller := s.client(t, "seller", "")
+	conf := seller.buy(ev, "U-A-1", "U-A-2") // sold out
+	l := seller.mustList(conf.Tickets[0].TicketID, 5500)
+	buyer := s.client(t, "buyer", "")
+	if r := buyer.reserveListing(l.ListingID, "buy"); r.Status != http.StatusCreated {
+		t.Fatalf("reserving the listing: %d %s", r.Status, r.Body)
+	}
+	fan := s.client(t, "fan", "")
+	e := fan.join(ev, map[string]any{"quantity": 1})
+
+	s.Advance(s.HoldTTL + time.Second) // the buyer's hold runs out; the returns pass runs
+	got := fan.entry(e.EntryID)
+	if got.Status != "offered" || got.Offer == nil || got.Offer.ListingID != l.ListingID ||
+		got.Offer.AmountCents != 5500 || len(got.Offer.SeatIDs) != 1 || got.Offer.SeatIDs[0] != l.SeatID {
+		t.Fatalf("the waitlisted fan after the buyer's hold ran out: %+v, want offered the listing at 5500", got)
+	}
+	if r := s.client(t, "outsider", "").reserveListing(l.ListingID, "grab"); r.Status != http.StatusConflict {
+		t.Errorf("an outsider buying the offered listing: %d %s, want 409", r.Status, r.Body)
+	}
+	if r := fan.confirm(got.Offer.BookingID, "tok_visa", "offer-pay"); r.Status != http.StatusOK {
+		t.Fatalf("paying for the offer: %d %s", r.Status, r.Body)
+	}
+	if e := fan.entry(e.EntryID); e.Status != "fulfilled" {
+		t.Errorf("the fan's entry after paying: %s, want fulfilled", e.Status)
+	}
+	if v := seller.ticket(conf.Tickets[0].TicketID); v.Status != "void" || v.VoidReason != "resold" {
+		t.Errorf("the seller's ticket: %s (%s), want void (resold)", v.Status, v.VoidReason)
+	}
+	var sold listingView
+	s.anonymous(t).do("GET", "/listings/"+l.ListingID, nil).decode(t, &sold)
+	if sold.Status != "sold" {
+		t.Errorf("the listing after the fan paid: %s, want sold", sold.Status)
+	}
+	if st := s.statuses(t, ev); st[l.SeatID] != "sold" {
+		t.Errorf("the seat after the fan paid: %s, want sold", st[l.SeatID])
+	}
+}
+
 func testResaleRace(t *testing.T, s *Stack) {
 	b := eventBody(s, section{"S", "t", 5000, 1, 4})
 	b["resale_cap_percent"] = 120

@@ -76,6 +76,7 @@ func run(t *testing.T, newStack func(t *testing.T) *Stack, pick func(name string
 		{"WaitlistInput", testWaitlistInput},
 		{"ResaleRaceOneTicketOneCharge", testResaleRace},
 		{"ResaleCheckIn", testResaleCheckIn},
+		{"ResaleUnpaidGoesToTheWaitlist", testResaleUnpaidGoesToTheWaitlist},
 		{"CancelRefund", testCancelRefund},
 		{"AfterSaleRandomizedAudit", testAfterSaleAudit},
 	}

@@ -120,17 +120,18 @@ func createBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error 
 			return err
 		}
 	}
+	if b.WaitlistEntryID != 0 {
+		// The entry before the seats, in the port's order.
+		if err := checkOffer(ctx, tx, b); err != nil {
+			return err
+		}
+	}
 	if b.ListingID != 0 {
 		// The seat is sold: that is what a listing is.
 		if err := checkPurchase(ctx, tx, b); err != nil {
 			return err
 		}
 	} else {
-		if b.WaitlistEntryID != 0 {
-			if err := checkOffer(ctx, tx, b); err != nil {
-				return err
-			}
-		}
 		if sold != "[]" {
 			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: inRequestOrder(sold, b.SeatIDs)}
 		}

@@ -416,11 +416,15 @@ func (s suite) resalePurchase(t *testing.T) {
 			{"TheSellersOwnListingIsInvalid", func(f *fixture, e *boxoffice.Event, l *boxoffice.Listing) boxoffice.NewBooking {
 				return boxoffice.NewBooking{Booking: f.newPurchase(l, "alice"), TicketLimit: 8}
 			}, boxoffice.EINVALID},
-			{"AlsoAWaitlistOfferIsInvalid", func(f *fixture, e *boxoffice.Event, l *boxoffice.Listing) boxoffice.NewBooking {
+			{"AlsoAnOfferOfAnEntryNotWaitingIsConflict", func(f *fixture, e *boxoffice.Event, l *boxoffice.Listing) boxoffice.NewBooking {
+				w := f.join(e, "bob")
+				if _, err := f.store.LeaveWaitlist(f.ctx, w.ID, t0.Add(time.Second)); err != nil {
+					f.t.Fatalf("LeaveWaitlist: %v", err)
+				}
 				b := f.newPurchase(l, "bob")
-				b.WaitlistEntryID = f.join(e, "bob").ID
+				b.WaitlistEntryID = w.ID
 				return boxoffice.NewBooking{Booking: b, TicketLimit: 8}
-			}, boxoffice.EINVALID},
+			}, boxoffice.ECONFLICT},
 			{"ALivePurchaseOfAnotherBuyerIsSeatTaken", func(f *fixture, e *boxoffice.Event, l *boxoffice.Listing) boxoffice.NewBooking {
 				first := f.purchase(l, "carol")
 				b := f.newPurchase(l, "bob")
@@ -551,6 +555,52 @@ func (f *fixture) event(id boxoffice.ID) *boxoffice.Event {
 		f.t.Fatalf("Event(%d): %v", id, err)
 	}
 	return e
+}
+
+// A listing whose buyer did not pay goes to the waitlist first: the offer
+// is a resale purchase and a waitlist offer at once, and its confirm both
+// moves the ticket and fulfils the entry.
+func (s suite) resaleOfferedToTheWaitlist(t *testing.T) {
+	s.test(t, "AListingOfferedToTheWaitlistIsBoughtByTheEntry", func(t *testing.T, f *fixture) {
+		e := f.createEvent()
+		old := f.sell(e, "alice", "A-A-1").Tickets[0]
+		l := f.list(old, 12000)
+		w := f.newEntry(e, "bob", 1)
+		if err := f.store.JoinWaitlist(f.ctx, w, nil); err != nil {
+			t.Fatalf("JoinWaitlist: %v", err)
+		}
+		b := f.newPurchase(l, "bob")
+		b.WaitlistEntryID = w.ID
+		if err := f.store.CreateBooking(f.ctx, boxoffice.NewBooking{Booking: b, TicketLimit: 8}); err != nil {
+			t.Fatalf("CreateBooking(purchase and offer): %v", err)
+		}
+		entry, err := f.store.WaitlistEntry(f.ctx, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if entry.Status != boxoffice.WaitlistOffered || entry.BookingID != b.ID {
+			t.Fatalf("entry after the offer: %s, booking %d; want offered, booking %d", entry.Status, entry.BookingID, b.ID)
+		}
+		got, err := f.store.ConfirmBooking(f.ctx, f.confirmation(b, resoldAt, "resale-offer"))
+		if err != nil {
+			t.Fatalf("ConfirmBooking: %v", err)
+		}
+		if got.Status != boxoffice.BookingConfirmed || len(got.Tickets) != 1 || got.Tickets[0].UserID != "bob" {
+			t.Fatalf("the offer confirmed: %s with %d tickets, want confirmed with bob's one", got.Status, len(got.Tickets))
+		}
+		if entry, err = f.store.WaitlistEntry(f.ctx, w.ID); err != nil {
+			t.Fatal(err)
+		}
+		if entry.Status != boxoffice.WaitlistFulfilled {
+			t.Errorf("entry after the confirm: %s, want fulfilled", entry.Status)
+		}
+		if got := f.listing(l.ID); got.Status != boxoffice.ListingSold {
+			t.Errorf("listing after the confirm: %s, want sold", got.Status)
+		}
+		if got := f.ticket(old.ID); got.Status != boxoffice.TicketVoid || got.VoidReason != boxoffice.VoidResold {
+			t.Errorf("the seller's ticket: %s (%s), want void (resold)", got.Status, got.VoidReason)
+		}
+	})
 }
 
 func (s suite) resaleConfirm(t *testing.T) {

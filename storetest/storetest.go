@@ -84,6 +84,7 @@ func Run(t *testing.T, newStore func(t *testing.T) boxoffice.Store) {
 	s.listings(t)
 	s.resalePurchase(t)
 	s.resaleConfirm(t)
+	s.resaleOfferedToTheWaitlist(t)
 	s.cancel(t)
 	s.refunds(t)
 	s.waitlist(t)
