@@ -1,5 +1,5 @@
 // Package apitest is the contract suite of the whole service over HTTP: the
-// fixed API of DESIGN.md section 3 driven against a running stack, with
+// fixed API (httpapi/openapi.json) driven against a running node, with
 // storms, expiry races, idempotent retries and authorization checks, and an
 // audit of the store afterwards. Every deployment shape runs it: the
 // embedded default (SQLite + in-process holds) and the production stores.

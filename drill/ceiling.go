@@ -112,7 +112,7 @@ func measureBare(ctx context.Context, conns int, d time.Duration) (float64, erro
 // "SET ...: 88028.17 requests per second, p50=0.279 msec".
 var redisBenchRE = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?) requests per second`)
 
-// redisBenchArgs is the reference measurement of DESIGN.md section 7:
+// redisBenchArgs is the reference measurement of docs/benchmarks.md:
 // SET NX PX on random keys, 50 clients, unpipelined. The keys expire after
 // a minute, so the drill leaves nothing behind in a shared Redis.
 var redisBenchArgs = []string{"-q", "-n", "100000", "-c", "50", "-r", "100000",

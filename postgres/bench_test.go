@@ -12,7 +12,7 @@ import (
 )
 
 // Benchmarks against the real server. Every commit waits for a WAL flush,
-// so the figures are bounded by the disk's fsync rate (DESIGN.md §7,
+// so the figures are bounded by the disk's fsync rate (docs/benchmarks.md,
 // ~1,550/s here) times what group commit gathers; concurrency is what
 // raises them. Run with, for example:
 //

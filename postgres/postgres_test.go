@@ -44,7 +44,7 @@ func (a alone) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error
 	return a.CreateBookingAlone(ctx, nb)
 }
 
-// defaultTestURL is the development machine's server (see DEVELOPERS.md);
+// defaultTestURL is the server every machine of this project runs (README);
 // BOXOFFICE_TEST_POSTGRES overrides it.
 const defaultTestURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
