@@ -56,24 +56,27 @@ func (n *Notifier) Notify(ctx context.Context, notices ...boxoffice.QueueNotice)
 }
 
 // Listen calls fn with every notice until ctx ends, subscribing again after
-// a lost connection.
+// a lost connection. Once it has returned, fn is not called again.
+//
+// It subscribes on a connection of its own (rueidis's Dedicated), which
+// goes back to the pool unsubscribed when it returns. On a connection
+// shared with other commands, as client.Receive alone would, a
+// subscription outlives its Receive (rueidis does not unsubscribe), and a
+// later Receive on that connection deadlocks it under traffic: the
+// channel's messages fill the new subscriber's buffer before its
+// SUBSCRIBE is confirmed, blocking the connection's reader, and so every
+// command sent on it. On its own connection, a slow fn delays only the
+// notices, never the holds or the queue.
 func (n *Notifier) Listen(ctx context.Context, fn func(boxoffice.QueueNotice)) error {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		start := time.Now()
-		_ = n.client.Receive(ctx, n.client.B().Subscribe().Channel(n.channel).Build(), func(m rueidis.PubSubMessage) {
-			var notices []boxoffice.QueueNotice
-			if strings.HasPrefix(m.Message, "[") {
-				_ = json.Unmarshal([]byte(m.Message), &notices)
-			} else {
-				var notice boxoffice.QueueNotice
-				if json.Unmarshal([]byte(m.Message), &notice) == nil {
-					notices = append(notices, notice)
+		_ = n.client.Dedicated(func(c rueidis.DedicatedClient) error {
+			return c.Receive(ctx, c.B().Subscribe().Channel(n.channel).Build(), func(m rueidis.PubSubMessage) {
+				for _, notice := range decodeNotices(m.Message) {
+					fn(notice)
 				}
-			}
-			for _, notice := range notices {
-				fn(notice)
-			}
+			})
 		})
 		if time.Since(start) > 10*time.Second {
 			backoff = 100 * time.Millisecond
@@ -85,4 +88,37 @@ func (n *Notifier) Listen(ctx context.Context, fn func(boxoffice.QueueNotice)) e
 		}
 	}
 	return nil
+}
+
+// wireNotice is a QueueNotice as Notify publishes it, read back without
+// boxoffice.ID's validation (positive ids only): Notify publishes any
+// notice, so Listen must read any back, a zero or negative id included.
+type wireNotice struct {
+	RequestID int64                 `json:"request_id,string"`
+	EventID   int64                 `json:"event_id,string"`
+	UserID    string                `json:"user_id"`
+	Status    boxoffice.QueueStatus `json:"status"`
+}
+
+// decodeNotices reads a message of Notify: one notice, or an array of
+// them. An unreadable element is skipped alone, not with the rest of its
+// batch.
+func decodeNotices(msg string) []boxoffice.QueueNotice {
+	var raws []json.RawMessage
+	if strings.HasPrefix(msg, "[") {
+		if json.Unmarshal([]byte(msg), &raws) != nil {
+			return nil
+		}
+	} else {
+		raws = []json.RawMessage{json.RawMessage(msg)}
+	}
+	notices := make([]boxoffice.QueueNotice, 0, len(raws))
+	for _, raw := range raws {
+		var w wireNotice
+		if json.Unmarshal(raw, &w) != nil {
+			continue
+		}
+		notices = append(notices, boxoffice.QueueNotice{RequestID: boxoffice.ID(w.RequestID), EventID: boxoffice.ID(w.EventID), UserID: w.UserID, Status: w.Status})
+	}
+	return notices
 }

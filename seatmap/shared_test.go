@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,32 +12,15 @@ import (
 	"github.com/boxoffice/boxoffice/inmem"
 )
 
-// memShared is Shared in memory, counting the full loads.
-type memShared struct {
-	mu    sync.Mutex
-	b     map[boxoffice.ID][]byte
-	loads int
+// countingShared is the in-process Shared, counting the full loads.
+type countingShared struct {
+	*inmem.Snapshots
+	loads atomic.Int64
 }
 
-func (m *memShared) PeekSnapshot(ctx context.Context, id boxoffice.ID, n int) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b := m.b[id]
-	return bytes.Clone(b[:min(n, len(b))]), nil
-}
-
-func (m *memShared) LoadSnapshot(ctx context.Context, id boxoffice.ID) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.loads++
-	return bytes.Clone(m.b[id]), nil
-}
-
-func (m *memShared) StoreSnapshot(ctx context.Context, id boxoffice.ID, b []byte, ttl time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.b[id] = bytes.Clone(b)
-	return nil
+func (c *countingShared) LoadSnapshot(ctx context.Context, id boxoffice.ID) ([]byte, error) {
+	c.loads.Add(1)
+	return c.Snapshots.LoadSnapshot(ctx, id)
 }
 
 func TestEncodedSnapshotRoundTrips(t *testing.T) {
@@ -75,7 +59,7 @@ func TestSharedCacheOneRebuildAcrossNodes(t *testing.T) {
 	f := &fakeSold{event: ev, delay: 20 * time.Millisecond}
 	clk := &clock{t: time.Unix(1_800_000_000, 0)}
 	holds := inmem.NewHolds(clk.now)
-	shared := &memShared{b: map[boxoffice.ID][]byte{}}
+	shared := &countingShared{Snapshots: inmem.NewSnapshots(clk.now)}
 	leases := inmem.NewLeases(clk.now)
 	nodes := []*Cache{New(f, f, holds, 10*time.Second, clk.now), New(f, f, holds, 10*time.Second, clk.now)}
 	for _, n := range nodes {
@@ -127,7 +111,7 @@ func TestSharedCacheOneRebuildAcrossNodes(t *testing.T) {
 	if a.ETag != b.ETag {
 		t.Errorf("after the rebuild nodes serve different copies: %s vs %s", a.ETag, b.ETag)
 	}
-	if shared.loads > 4 {
-		t.Errorf("%d full loads of the shared copy, want one per node per rebuild", shared.loads)
+	if n := shared.loads.Load(); n > 4 {
+		t.Errorf("%d full loads of the shared copy, want one per node per rebuild", n)
 	}
 }

@@ -45,8 +45,8 @@ type Auth struct {
 	Key         string
 	AmountCents int64
 	Status      AuthStatus
-	// RefundedCents is what was paid back (refunds by distinct keys add
-	// up, never past AmountCents).
+	// RefundedCents is what was paid back, or released before the
+	// capture (refunds by distinct keys add up, never past AmountCents).
 	RefundedCents int64
 }
 
@@ -144,10 +144,12 @@ func (g *Gateway) Void(ctx context.Context, authID string) error {
 	return nil
 }
 
-// Refund implements boxoffice.PaymentGateway. A still-authorized payment is
-// voided instead (nothing was taken); a captured one is paid back. The
-// same idempotencyKey refunds once. An authorization this gateway no
-// longer knows (the process restarted) is taken as refunded.
+// Refund implements boxoffice.PaymentGateway. A captured payment is paid
+// back; of a still-authorized one, amountCents is released (nothing was
+// taken), and released in full it is voided. Either way refunds by
+// distinct keys add up, never past the amount. The same idempotencyKey
+// refunds once. An authorization this gateway no longer knows (the
+// process restarted) is taken as refunded.
 func (g *Gateway) Refund(ctx context.Context, authID string, amountCents int64, idempotencyKey string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -164,7 +166,10 @@ func (g *Gateway) Refund(ctx context.Context, authID string, amountCents int64, 
 	case a.Status == Voided:
 		return boxoffice.Errorf(boxoffice.ECONFLICT, "authorization %s was voided", authID)
 	case a.Status == Authorized:
-		a.Status = Voided
+		a.RefundedCents += amountCents
+		if a.RefundedCents == a.AmountCents {
+			a.Status = Voided
+		}
 	default:
 		a.RefundedCents += amountCents
 		if a.RefundedCents == a.AmountCents {
