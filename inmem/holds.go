@@ -38,7 +38,13 @@ type Holds struct {
 	base time.Time // times are kept as nanoseconds since base (monotonic with time.Now)
 	seed maphash.Seed
 
-	events sync.Map // boxoffice.ID → *eventHolds; events are never dropped, so fences never go back
+	// events holds the tables of the events with live holds: Sweep drops
+	// an event's table once it holds nothing, so memory follows the holds,
+	// not the events ever held.
+	events sync.Map // boxoffice.ID → *eventHolds
+	// floor is the largest fence of a dropped table: a table made again
+	// counts on from it, so an event's fences never go back.
+	floor atomic.Int64
 }
 
 var _ boxoffice.Holds = (*Holds)(nil)
@@ -52,8 +58,12 @@ func NewHolds(now func() time.Time) *Holds {
 }
 
 type eventHolds struct {
-	id      boxoffice.ID
-	fence   atomic.Int64
+	id    boxoffice.ID
+	fence atomic.Int64
+	// dead marks a table Sweep dropped; set under every stripe's lock, so
+	// any one of them is enough to read it. A writer that finds it looks
+	// the event up again (Holds.locked).
+	dead    bool
 	stripes [stripeCount]stripe
 }
 
@@ -96,7 +106,6 @@ func (h *Holds) Acquire(_ context.Context, req boxoffice.HoldRequest) (boxoffice
 		return boxoffice.Hold{}, err
 	}
 	seats := uniqueSeats(req.SeatIDs)
-	ev := h.event(req.EventID, true)
 	now := h.now()
 	t := int64(now.Sub(h.base))
 	expires := t + int64(req.TTL)
@@ -116,7 +125,7 @@ func (h *Holds) Acquire(_ context.Context, req boxoffice.HoldRequest) (boxoffice
 		mask |= 1 << i
 	}
 
-	ev.lock(mask)
+	ev := h.locked(req.EventID, mask)
 	var taken []string
 	for n, s := range seats {
 		e := ev.stripes[idx[n]].seats[s]
@@ -278,7 +287,8 @@ func (h *Holds) Held(_ context.Context, eventID boxoffice.ID, seatIDs []string) 
 // Ping always succeeds: the table is in the process.
 func (h *Holds) Ping(context.Context) error { return nil }
 
-// Sweep reclaims every expired entry and returns the holds they belonged
+// Sweep reclaims every expired entry, drops the table of every event that
+// holds nothing any more, and returns the holds the entries belonged
 // to, one per grant (event and fence), seats sorted. A hold appears only if
 // its seats were still in the table: seats released in time, refreshed by
 // their owner, or taken over by another owner after they expired did not
@@ -319,6 +329,16 @@ func (h *Holds) Sweep() []boxoffice.Hold {
 		}
 		for j := first; j < len(out); j++ {
 			slices.Sort(out[j].SeatIDs)
+		}
+		empty := true
+		for i := range ev.stripes {
+			if ev.stripes[i].next.Load() != math.MaxInt64 {
+				empty = false
+				break
+			}
+		}
+		if empty {
+			h.drop(ev)
 		}
 		return true
 	})
@@ -367,11 +387,48 @@ func (h *Holds) event(id boxoffice.ID, create bool) *eventHolds {
 		return nil
 	}
 	ev := &eventHolds{id: id}
+	ev.fence.Store(h.floor.Load())
 	for i := range ev.stripes {
 		ev.stripes[i].next.Store(math.MaxInt64)
 	}
 	v, _ := h.events.LoadOrStore(id, ev)
 	return v.(*eventHolds)
+}
+
+// locked returns the event's table, made if there is none, with the
+// stripes of mask locked; a table Sweep dropped meanwhile is looked up
+// again, so no hold is ever written into a dropped one.
+func (h *Holds) locked(id boxoffice.ID, mask uint64) *eventHolds {
+	for {
+		ev := h.event(id, true)
+		ev.lock(mask)
+		if !ev.dead {
+			return ev
+		}
+		ev.unlock(mask)
+	}
+}
+
+// drop removes ev's table if it holds nothing: under every stripe's lock,
+// so no writer is inside it, and marked dead, so none that looked it up
+// before writes into it afterwards. Its fences stay below the floor.
+func (h *Holds) drop(ev *eventHolds) {
+	const all = ^uint64(0) // stripeCount is 64
+	ev.lock(all)
+	defer ev.unlock(all)
+	for i := range ev.stripes {
+		if len(ev.stripes[i].seats) > 0 {
+			return
+		}
+	}
+	ev.dead = true
+	for f := ev.fence.Load(); ; {
+		cur := h.floor.Load()
+		if cur >= f || h.floor.CompareAndSwap(cur, f) {
+			break
+		}
+	}
+	h.events.CompareAndDelete(ev.id, ev)
 }
 
 // lock takes the locks of the stripes in mask, lowest first; every
@@ -535,11 +592,12 @@ func (h *Holds) Restore(hold boxoffice.Hold) {
 	if len(hold.SeatIDs) == 0 || !hold.ExpiresAt.After(h.now()) {
 		return
 	}
-	ev := h.event(hold.EventID, true)
 	expires := int64(hold.ExpiresAt.Sub(h.base))
+	var ev *eventHolds
 	for _, s := range uniqueSeats(hold.SeatIDs) {
-		st := &ev.stripes[h.stripeOf(s)]
-		st.mu.Lock()
+		i := h.stripeOf(s)
+		ev = h.locked(hold.EventID, 1<<i)
+		st := &ev.stripes[i]
 		st.put(s, st.seats[s], hold.Owner, hold.Fence, expires)
 		st.mu.Unlock()
 	}

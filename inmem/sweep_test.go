@@ -233,3 +233,93 @@ func (st *stripeState) check() error {
 	}
 	return nil
 }
+
+// tables counts the events with a table.
+func tables(h *Holds) int {
+	n := 0
+	h.events.Range(func(_, _ any) bool { n++; return true })
+	return n
+}
+
+// Memory follows the holds, not the events ever held: once an event holds
+// nothing, Sweep drops its table, and the fences of a table made again
+// count on from the old ones.
+func TestSweepDropsEmptyEventsAndFencesGoOn(t *testing.T) {
+	clock := newFakeClock()
+	h := NewHolds(clock.Now)
+	ctx := context.Background()
+	const events = 2000
+	var last int64
+	for i := range events {
+		hold, err := h.Acquire(ctx, boxoffice.HoldRequest{EventID: boxoffice.ID(10_000 + i), SeatIDs: []string{"A-A-1"}, Owner: 7, TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = max(last, hold.Fence)
+	}
+	mustAcquire(t, h, []string{"A-A-1"}, 8, time.Hour) // event 42 keeps a live hold
+	if n := tables(h); n != events+1 {
+		t.Fatalf("%d tables with %d events held, want %d", n, events+1, events+1)
+	}
+	clock.Advance(2 * time.Minute)
+	if got := len(h.Sweep()); got != events {
+		t.Fatalf("Sweep reported %d holds, want %d", got, events)
+	}
+	if n := tables(h); n != 1 {
+		t.Errorf("%d tables after the holds ran out, want 1 (the event still holding)", n)
+	}
+	if ok, _ := h.Held(ctx, event, []string{"A-A-1"}); !ok[0] {
+		t.Error("the live hold was lost with the dropped tables")
+	}
+	again, err := h.Acquire(ctx, boxoffice.HoldRequest{EventID: 10_000, SeatIDs: []string{"A-A-1"}, Owner: 9, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Fence <= last {
+		t.Errorf("fence of a table made again: %d, want above %d, the largest before it was dropped", again.Fence, last)
+	}
+}
+
+// Acquires racing the sweeper that drops their event's table never lose a
+// hold: every one granted is held afterwards, and no seat is granted to
+// two owners at once.
+func TestAcquireRacingDropNeverLosesAHold(t *testing.T) {
+	h := NewHolds(nil)
+	ctx := context.Background()
+	stop := make(chan struct{})
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				h.Sweep()
+			}
+		}
+	}()
+	for round := range 200 {
+		ev := boxoffice.ID(1000 + round)
+		// A short hold that runs out at once, so that the table empties
+		// and the sweeper drops it, then a long one that must survive.
+		if _, err := h.Acquire(ctx, boxoffice.HoldRequest{EventID: ev, SeatIDs: []string{"A-A-1"}, Owner: 1, TTL: time.Nanosecond}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Microsecond)
+		hold, err := h.Acquire(ctx, boxoffice.HoldRequest{EventID: ev, SeatIDs: []string{"A-A-1", "A-A-2"}, Owner: 2, TTL: time.Hour})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := h.Verify(ctx, ev, hold.SeatIDs, 2, hold.Fence); err != nil {
+			t.Fatalf("round %d: a granted hold is gone: %v", round, err)
+		}
+		if _, err := h.Acquire(ctx, boxoffice.HoldRequest{EventID: ev, SeatIDs: []string{"A-A-2"}, Owner: 3, TTL: time.Hour}); !isTaken(err) {
+			t.Fatalf("round %d: a second owner got a held seat: %v", round, err)
+		}
+	}
+	close(stop)
+	<-swept
+}
+
+func isTaken(err error) bool { return boxoffice.ErrorCode(err) == boxoffice.ESEATTAKEN }
