@@ -119,6 +119,8 @@ type Cache struct {
 	sf         singleflight.Group
 	sfFresh    singleflight.Group // fresh reads asked for by Statuses
 
+	maxBytes int64 // SetMaxBytes; 0: none
+
 	shared Shared           // nil: this node's cache only
 	leases boxoffice.Leases // the fleet-wide rebuild right, with shared
 
@@ -158,7 +160,44 @@ func (c *Cache) SetMaxEvents(n int) {
 	c.counted = lru.New[boxoffice.ID, *counted](n)
 	c.notBefore = lru.New[boxoffice.ID, time.Time](n)
 	c.invalidAt = lru.New[boxoffice.ID, time.Time](n)
+	c.setMaxBytes()
 }
+
+// SetMaxBytes bounds the bytes the cache keeps in snapshots and fresh
+// reads of statuses (0: no bound beyond the events'): the least recently
+// used go first, and a hot event's stays. Call it before the first Get.
+func (c *Cache) SetMaxBytes(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxBytes = n
+	c.setMaxBytes()
+}
+
+// setMaxBytes gives the snapshots three quarters of the bound, the fresh
+// reads of statuses (a seat's status alone) the rest. The caller holds mu.
+func (c *Cache) setMaxBytes() {
+	if c.maxBytes <= 0 {
+		return
+	}
+	c.entries.SetMaxBytes(c.maxBytes/4*3, (*Snapshot).Bytes)
+	c.counted.SetMaxBytes(c.maxBytes/4, func(k *counted) int64 { return statusesBytes(k.statuses) })
+}
+
+// Bytes is what the cache keeps in snapshots and fresh reads of statuses.
+func (c *Cache) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries.Bytes() + c.counted.Bytes()
+}
+
+// Bytes is about what s weighs in memory: its bodies, its statuses (a
+// string header each; the strings themselves are shared constants) and
+// what a snapshot always has.
+func (s *Snapshot) Bytes() int64 {
+	return int64(len(s.JSON)+len(s.Gzip)+len(s.Compact)+len(s.ETag)+len(s.CompactETag)) + statusesBytes(s.Statuses) + 512
+}
+
+func statusesBytes(st []string) int64 { return int64(len(st)) * 16 }
 
 // Events is how many events the cache keeps something for: the most any
 // of its per-event caches holds, never more than the bound.

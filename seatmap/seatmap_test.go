@@ -269,3 +269,37 @@ func TestFreshStatusesRebuildOnceForConcurrentCallers(t *testing.T) {
 		t.Errorf("the fresh read was not kept: %d reads in all, want 1", n)
 	}
 }
+
+// With a byte bound the snapshots kept stay under it however many events
+// are read, and the event read last stays.
+func TestByteBoundKeepsSnapshotsUnderIt(t *testing.T) {
+	ev := &boxoffice.Event{ID: 7, Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", Rows: 20, SeatsPerRow: 50}}}
+	f := &fakeSold{event: ev}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	cache := New(f, f, inmem.NewHolds(clk.now), 10*time.Second, clk.now)
+	ctx := context.Background()
+	one, err := cache.Get(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := one.Bytes() * 5 // room for about six snapshots in all
+	cache.SetMaxBytes(bound)
+	for id := range boxoffice.ID(100) {
+		if _, err := cache.Get(ctx, id+1); err != nil {
+			t.Fatal(err)
+		}
+		if got := cache.Bytes(); got > bound {
+			t.Fatalf("after %d events: %d bytes kept, bound %d", id+1, got, bound)
+		}
+	}
+	if got := cache.Events(); got < 2 || got > 6 {
+		t.Errorf("%d events kept under a bound of about 6 snapshots", got)
+	}
+	builds := cache.Builds()
+	if _, err := cache.Get(ctx, 100); err != nil { // the last one read is still there
+		t.Fatal(err)
+	}
+	if cache.Builds() != builds {
+		t.Error("the event read last was evicted")
+	}
+}

@@ -124,3 +124,53 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("Range saw %d entries, Len %d, bound %d", n, c.Len(), bound)
 	}
 }
+
+// With a byte bound the least recently used go until the rest fit; the
+// newest stays even alone over the bound.
+func TestByteBound(t *testing.T) {
+	c := New[string, []byte](100)
+	c.SetMaxBytes(10, func(b []byte) int64 { return int64(len(b)) })
+	c.Add("a", make([]byte, 4))
+	c.Add("b", make([]byte, 4))
+	c.Get("a") // b is now the least recently used
+	if evicted := c.Add("c", make([]byte, 4)); !evicted {
+		t.Fatal("12 bytes under a bound of 10: nothing evicted")
+	}
+	if _, ok := c.Get("b"); ok {
+		t.Error("b, the least recently used, is still there")
+	}
+	if c.Len() != 2 || c.Bytes() != 8 {
+		t.Errorf("after eviction: %d entries, %d bytes; want 2, 8", c.Len(), c.Bytes())
+	}
+	c.Add("a", make([]byte, 1)) // a replaced by a lighter value
+	if c.Bytes() != 5 {
+		t.Errorf("after replacing a: %d bytes, want 5", c.Bytes())
+	}
+	c.Add("huge", make([]byte, 50))
+	if c.Len() != 1 || c.Bytes() != 50 {
+		t.Errorf("after one entry over the bound: %d entries, %d bytes; want only it", c.Len(), c.Bytes())
+	}
+	c.Remove("huge")
+	if c.Len() != 0 || c.Bytes() != 0 {
+		t.Errorf("after removing it: %d entries, %d bytes", c.Len(), c.Bytes())
+	}
+}
+
+func TestRemoveIf(t *testing.T) {
+	c := New[int, int](10)
+	c.SetMaxBytes(1000, func(v int) int64 { return int64(v) })
+	for i := range 6 {
+		c.Add(i, i)
+	}
+	if n := c.RemoveIf(func(k, _ int) bool { return k%2 == 0 }); n != 3 {
+		t.Fatalf("RemoveIf dropped %d, want 3", n)
+	}
+	if c.Len() != 3 || c.Bytes() != 1+3+5 {
+		t.Errorf("after RemoveIf: %d entries, %d bytes; want 3, 9", c.Len(), c.Bytes())
+	}
+	for _, k := range []int{0, 2, 4} {
+		if _, ok := c.Get(k); ok {
+			t.Errorf("%d is still there", k)
+		}
+	}
+}
