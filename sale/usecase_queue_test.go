@@ -1,0 +1,323 @@
+package sale
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// queuedEvent creates an event that sells through the queue, open now.
+func (h *harness) queuedEvent(rows, perRow int) *boxoffice.Event {
+	h.t.Helper()
+	return h.event(rows, perRow, func(e *boxoffice.Event) { e.SaleMode = boxoffice.SaleQueued })
+}
+
+// enqueue queues a reserve for u and fails the test if it is refused.
+func (h *harness) enqueue(u boxoffice.User, req ReserveRequest) *QueueTicket {
+	h.t.Helper()
+	qt, err := h.svc.Enqueue(h.ctx, u, req)
+	if err != nil {
+		h.t.Fatalf("%s enqueues %+v: %v", u.ID, req, err)
+	}
+	return qt
+}
+
+// logged reads the requests of tickets back as the log holds them.
+func (h *harness) logged(tickets ...*QueueTicket) []*boxoffice.QueuedRequest {
+	h.t.Helper()
+	out := make([]*boxoffice.QueuedRequest, len(tickets))
+	for i, qt := range tickets {
+		e, err := h.queue.Entry(h.ctx, qt.RequestID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		out[i] = e.Request
+	}
+	return out
+}
+
+// status reads a queued request as its owner sees it.
+func (h *harness) status(u boxoffice.User, id boxoffice.ID) *QueueTicket {
+	h.t.Helper()
+	qt, err := h.svc.QueueStatus(h.ctx, u, id)
+	if err != nil {
+		h.t.Fatalf("status of %s: %v", id, err)
+	}
+	return qt
+}
+
+// The front door answers a queued reserve with a ticket: a position in
+// arrival order and the status URL. The same key again replays the same
+// ticket; the same key with another body is a mismatch; a second live
+// request of the same user is refused.
+func TestEnqueueGivesAPositionAndReplays(t *testing.T) {
+	h := newHarness(t)
+	ev := h.queuedEvent(1, 4)
+	alice, bob := buyer("alice"), buyer("bob")
+	req := ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "q1"}
+
+	first := h.enqueue(alice, req)
+	if first.Status != boxoffice.QueueQueued || first.QueuePosition != 1 || first.Ahead != 0 || first.Replayed ||
+		first.EventID != ev.ID || first.StatusURL != QueueURL(first.RequestID) || first.EstimatedWaitSeconds == nil {
+		t.Errorf("first ticket %+v: want queued at position 1, nobody ahead, with a wait estimate", first)
+	}
+	second := h.enqueue(bob, ReserveRequest{EventID: ev.ID, Best: &boxoffice.BestAvailable{Quantity: 2}, IdempotencyKey: "q1"})
+	if second.QueuePosition != 2 || second.Ahead != 1 || second.RequestID == first.RequestID {
+		t.Errorf("second ticket %+v: want position 2, one ahead", second)
+	}
+
+	again := h.enqueue(alice, req)
+	if !again.Replayed || again.RequestID != first.RequestID || again.QueuePosition != first.QueuePosition {
+		t.Errorf("retry %+v: want the first ticket (%s at %d) replayed", again, first.RequestID, first.QueuePosition)
+	}
+	_, err := h.svc.Enqueue(h.ctx, alice, ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-2"}, IdempotencyKey: "q1"})
+	wantCode(t, err, boxoffice.EIDEMMISMATCH)
+	_, err = h.svc.Enqueue(h.ctx, alice, ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-2"}, IdempotencyKey: "q2"})
+	wantCode(t, err, boxoffice.ECONFLICT) // one live request per user (MaxLivePerUser)
+
+	p, err := h.queue.Progress(h.ctx, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Admitted != 2 || p.Served != 0 {
+		t.Errorf("progress %+v: want 2 admitted, none served", p)
+	}
+	// The front door holds nothing: only the drain does.
+	h.wantHeld(ev.ID, false, fseats("A", 1, 2, 3, 4)...)
+	if qt := h.status(alice, first.RequestID); qt.Status != boxoffice.QueueQueued || qt.QueuePosition != 1 {
+		t.Errorf("status before the drain %+v", qt)
+	}
+	// Another user does not see it.
+	_, err = h.svc.QueueStatus(h.ctx, bob, first.RequestID)
+	wantCode(t, err, boxoffice.ENOTFOUND)
+}
+
+// The front door refuses what the queue does not take: a direct event, a
+// sale over, invalid seats.
+func TestEnqueueRefusals(t *testing.T) {
+	h := newHarness(t)
+	direct := h.event(1, 4, nil)
+	queued := h.queuedEvent(1, 4)
+	_, err := h.svc.Enqueue(h.ctx, buyer("alice"), ReserveRequest{EventID: direct.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	wantCode(t, err, boxoffice.ECONFLICT)
+	_, err = h.svc.Enqueue(h.ctx, buyer("alice"), ReserveRequest{EventID: queued.ID, SeatIDs: []string{"F-Z-1"}, IdempotencyKey: "k"})
+	wantCode(t, err, boxoffice.EINVALID)
+	h.clock.Advance(queued.StartsAt.Sub(h.clock.Now()))
+	_, err = h.svc.Enqueue(h.ctx, buyer("alice"), ReserveRequest{EventID: queued.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	wantCode(t, err, boxoffice.ESALECLOSED)
+}
+
+// The drain serves a batch in position order whatever order the log
+// hands it in: the first requests get held bookings (the request's id is
+// the booking's), and once the seats have run out the rest are refused;
+// QueueStatus shows each outcome, and a redelivered batch changes nothing.
+func TestServeBatchHoldsInPositionOrder(t *testing.T) {
+	h := newHarness(t)
+	ev := h.queuedEvent(1, 3)
+	users := []boxoffice.User{buyer("u1"), buyer("u2"), buyer("u3"), buyer("u4"), buyer("u5")}
+	reqs := []ReserveRequest{
+		{EventID: ev.ID, SeatIDs: []string{"F-A-2"}, IdempotencyKey: "k"},
+		{EventID: ev.ID, Best: &boxoffice.BestAvailable{Quantity: 1}, IdempotencyKey: "k"},
+		{EventID: ev.ID, Best: &boxoffice.BestAvailable{Quantity: 1}, IdempotencyKey: "k"},
+		{EventID: ev.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"},
+		{EventID: ev.ID, Best: &boxoffice.BestAvailable{Quantity: 1}, IdempotencyKey: "k"},
+	}
+	tickets := make([]*QueueTicket, len(users))
+	for i, u := range users {
+		tickets[i] = h.enqueue(u, reqs[i])
+		if tickets[i].QueuePosition != int64(i+1) {
+			t.Fatalf("%s at position %d, want %d", u.ID, tickets[i].QueuePosition, i+1)
+		}
+	}
+	batch := h.logged(tickets...)
+	slices.Reverse(batch) // the last first: the drain must not serve in this order
+	if err := h.svc.ServeBatch(h.ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+
+	seats := map[string]string{}
+	for i, u := range users[:3] {
+		qt := h.status(u, tickets[i].RequestID)
+		if qt.Status != boxoffice.QueueHeld || qt.BookingID != tickets[i].RequestID || qt.PaymentURL != PaymentURL(qt.BookingID) {
+			t.Errorf("%s (position %d): %+v, want held as booking %s", u.ID, i+1, qt, tickets[i].RequestID)
+			continue
+		}
+		if want := h.clock.Now().Add(h.svc.Config().HoldTTL); qt.HeldUntil == nil || !qt.HeldUntil.Equal(want) {
+			t.Errorf("%s held until %v, want %s", u.ID, qt.HeldUntil, want)
+		}
+		b := h.booking(qt.BookingID)
+		if b.Status != boxoffice.BookingPending || b.UserID != u.ID || len(b.SeatIDs) != 1 {
+			t.Errorf("%s's booking: %s of %s, seats %v", u.ID, b.Status, b.UserID, b.SeatIDs)
+			continue
+		}
+		if other, ok := seats[b.SeatIDs[0]]; ok {
+			t.Errorf("seat %s given to %s and %s", b.SeatIDs[0], other, u.ID)
+		}
+		seats[b.SeatIDs[0]] = u.ID
+		h.wantHeldBy(b)
+	}
+	if seats["F-A-2"] != "u1" {
+		t.Errorf("F-A-2 went to %q, want u1 (position 1 asked for it)", seats["F-A-2"])
+	}
+	for i, u := range users[3:] {
+		qt := h.status(u, tickets[3+i].RequestID)
+		if qt.Status != boxoffice.QueueRejected || qt.Reason != boxoffice.ESEATTAKEN || qt.BookingID != 0 {
+			t.Errorf("%s (position %d): %+v, want rejected, %s", u.ID, 4+i, qt, boxoffice.ESEATTAKEN)
+		}
+		if _, err := h.store.Booking(h.ctx, tickets[3+i].RequestID); boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
+			t.Errorf("%s's request has a booking (err %v)", u.ID, err)
+		}
+	}
+	p, err := h.queue.Progress(h.ctx, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Served != 5 {
+		t.Errorf("progress %+v: want 5 served", p)
+	}
+
+	// Redelivery: every request has its outcome, nothing moves.
+	if err := h.svc.ServeBatch(h.ctx, h.logged(tickets...)); err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range users[:3] {
+		h.wantHeldBy(h.booking(tickets[i].RequestID))
+		if qt := h.status(u, tickets[i].RequestID); qt.Status != boxoffice.QueueHeld {
+			t.Errorf("%s after redelivery: %+v", u.ID, qt)
+		}
+	}
+	// A held booking of the queue is paid for as any other.
+	c := h.confirm(users[0], tickets[0].RequestID, "pay")
+	if len(c.Tickets) != 1 || c.Tickets[0].SeatID != "F-A-2" {
+		t.Errorf("u1's confirmation %+v, want one ticket for F-A-2", c)
+	}
+}
+
+// A queued request retried after its outcome replays its ticket, now
+// with the outcome.
+func TestEnqueueRetryAfterTheDrainShowsTheOutcome(t *testing.T) {
+	h := newHarness(t)
+	ev := h.queuedEvent(1, 2)
+	u := buyer("alice")
+	req := ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1", "F-A-2"}, IdempotencyKey: "k"}
+	first := h.enqueue(u, req)
+	if err := h.svc.ServeBatch(h.ctx, h.logged(first)); err != nil {
+		t.Fatal(err)
+	}
+	again := h.enqueue(u, req)
+	if !again.Replayed || again.RequestID != first.RequestID || again.Status != boxoffice.QueueHeld || again.BookingID != first.RequestID {
+		t.Errorf("retry after the drain %+v, want the held outcome of %s", again, first.RequestID)
+	}
+}
+
+// The worker drains the log by itself: requests queued while it runs get
+// their outcomes, announced on the notifier, and it stops with its
+// context.
+func TestRunWorkerDrainsTheLog(t *testing.T) {
+	h := newHarness(t)
+	ev := h.queuedEvent(1, 2)
+
+	notices := make(chan boxoffice.QueueNotice, 16)
+	lctx, stopListening := context.WithCancel(h.ctx)
+	defer stopListening()
+	go h.notifier.Listen(lctx, func(n boxoffice.QueueNotice) { notices <- n })
+	// Wait until the listener is in (a probe comes through).
+	for probed := false; !probed; {
+		if err := h.notifier.Notify(h.ctx, boxoffice.QueueNotice{EventID: -1}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-notices:
+			probed = n.EventID == -1
+		case <-time.After(time.Millisecond): // a poll, not a deadline
+		}
+	}
+
+	wctx, stopWorker := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.svc.RunWorker(wctx) }()
+	defer func() {
+		stopWorker()
+		if err := <-done; err != nil {
+			t.Errorf("RunWorker: %v", err)
+		}
+	}()
+
+	var tickets []*QueueTicket
+	users := []boxoffice.User{buyer("u1"), buyer("u2"), buyer("u3")}
+	for _, u := range users {
+		tickets = append(tickets, h.enqueue(u, ReserveRequest{EventID: ev.ID, Best: &boxoffice.BestAvailable{Quantity: 1}, IdempotencyKey: "k"}))
+	}
+	got := map[boxoffice.ID]boxoffice.QueueStatus{}
+	for len(got) < len(tickets) {
+		n := <-notices // bounded by the test binary's timeout
+		if n.EventID == ev.ID {
+			got[n.RequestID] = n.Status
+		}
+	}
+	want := []boxoffice.QueueStatus{boxoffice.QueueHeld, boxoffice.QueueHeld, boxoffice.QueueRejected}
+	for i, u := range users {
+		if got[tickets[i].RequestID] != want[i] {
+			t.Errorf("%s (position %d) was announced %q, want %q", u.ID, i+1, got[tickets[i].RequestID], want[i])
+		}
+		if qt := h.status(u, tickets[i].RequestID); qt.Status != want[i] {
+			t.Errorf("%s (position %d): %+v, want %s", u.ID, i+1, qt, want[i])
+		}
+	}
+}
+
+// soldMap is a seat map on which every seat is sold.
+type soldMap struct{ h *harness }
+
+func (m soldMap) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) ([]string, error) {
+	l, err := m.h.svc.Layout(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(l.Seats))
+	for i := range out {
+		out[i] = "sold"
+	}
+	return out, nil
+}
+
+// When the seat map shows nothing left, the front door answers sold out
+// at once, pointing at the waitlist, and queues nothing.
+func TestEnqueueSoldOutAtTheDoor(t *testing.T) {
+	m := &soldMap{}
+	h := newHarnessWith(t, harnessOptions{avail: m})
+	m.h = h
+	ev := h.queuedEvent(1, 2)
+	_, err := h.svc.Enqueue(h.ctx, buyer("alice"), ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	wantCode(t, err, boxoffice.ESOLDOUT)
+	if w := boxoffice.ErrorWaitlist(err); w != ev.ID {
+		t.Errorf("sold out points at waitlist %s, want %s", w, ev.ID)
+	}
+	p, err := h.queue.Progress(h.ctx, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Admitted != 0 {
+		t.Errorf("progress %+v: nothing should be admitted", p)
+	}
+	_, err = h.queue.EntryByKey(h.ctx, ev.ID, "alice", "k")
+	wantCode(t, err, boxoffice.ENOTFOUND)
+}
+
+// Positions follow arrival across many buyers, each request its own.
+func TestEnqueuePositionsAreDistinct(t *testing.T) {
+	h := newHarness(t)
+	ev := h.queuedEvent(2, 10)
+	seen := map[int64]bool{}
+	for i := range 20 {
+		qt := h.enqueue(buyer(fmt.Sprintf("u%d", i)), ReserveRequest{EventID: ev.ID, Best: &boxoffice.BestAvailable{Quantity: 1}, IdempotencyKey: "k"})
+		if seen[qt.QueuePosition] || qt.QueuePosition != int64(i+1) {
+			t.Errorf("request %d at position %d", i, qt.QueuePosition)
+		}
+		seen[qt.QueuePosition] = true
+	}
+}
