@@ -329,8 +329,9 @@ type IdempotencyRecord struct {
 	// another request is refused.
 	RequestHash string
 	// Outcome is the kind of answer recorded, Body the answer itself as
-	// the use case encoded it: a retry gets it back, whatever protocol
-	// carried it.
+	// the delivery layer encodes it (sale.AnswerCodec: the API's JSON), so
+	// that a retry gets back the bytes its first request was answered
+	// with.
 	Outcome   Outcome
 	Body      []byte
 	CreatedAt time.Time

@@ -68,7 +68,7 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, u boxoffice.Use
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Location", "/bookings/"+res.BookingID.String())
-	writeJSON(w, http.StatusCreated, res)
+	writeJSON(w, http.StatusCreated, reserveOf(res))
 	return nil
 }
 
@@ -97,7 +97,7 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request, u boxoffice.Use
 	if c.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeJSON(w, http.StatusOK, c)
+	writeJSON(w, http.StatusOK, confirmationOf(c))
 	return nil
 }
 
@@ -111,7 +111,7 @@ func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, u boxoffice.
 		return err
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
-	writeJSON(w, http.StatusOK, s.svc.View(b))
+	writeJSON(w, http.StatusOK, bookingOf(s.svc.View(b)))
 	return nil
 }
 
@@ -124,7 +124,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, u boxoffice.Use
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.svc.View(b))
+	writeJSON(w, http.StatusOK, bookingOf(s.svc.View(b)))
 	return nil
 }
 
@@ -161,6 +161,6 @@ func (s *Server) cancelBooking(w http.ResponseWriter, r *http.Request, u boxoffi
 	if c.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeJSON(w, http.StatusOK, c)
+	writeJSON(w, http.StatusOK, cancellationOf(c))
 	return nil
 }

@@ -20,7 +20,7 @@ func (s *Server) queued(w http.ResponseWriter, t *sale.QueueTicket) error {
 	}
 	w.Header().Set("Location", t.StatusURL)
 	w.Header().Set("Cache-Control", "private, no-store")
-	writeJSON(w, http.StatusAccepted, t)
+	writeJSON(w, http.StatusAccepted, queueTicketOf(t))
 	return nil
 }
 
@@ -37,7 +37,7 @@ func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request, u boxoffice
 	if t.Status == boxoffice.QueueQueued || t.Status == boxoffice.QueueWaiting {
 		w.Header().Set("Retry-After", "2") // a polite polling pace
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, queueTicketOf(t))
 	return nil
 }
 
@@ -67,7 +67,7 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, u boxoffice
 		if err != nil {
 			return nil, false, err
 		}
-		return t, t.Status.Final(), nil
+		return queueTicketOf(t), t.Status.Final(), nil
 	})
 }
 

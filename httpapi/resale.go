@@ -33,7 +33,7 @@ func (s *Server) listTicket(w http.ResponseWriter, r *http.Request, u boxoffice.
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Location", "/listings/"+l.ListingID.String())
-	writeJSON(w, http.StatusCreated, l)
+	writeJSON(w, http.StatusCreated, listingOf(l))
 	return nil
 }
 
@@ -46,7 +46,7 @@ func (s *Server) getListing(w http.ResponseWriter, r *http.Request, u boxoffice.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, l)
+	writeJSON(w, http.StatusOK, listingOf(l))
 	return nil
 }
 
@@ -59,7 +59,7 @@ func (s *Server) withdrawListing(w http.ResponseWriter, r *http.Request, u boxof
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, l)
+	writeJSON(w, http.StatusOK, listingOf(l))
 	return nil
 }
 
@@ -74,7 +74,7 @@ func (s *Server) eventListings(w http.ResponseWriter, r *http.Request, _ boxoffi
 	}
 	// Short-lived like the seat map: the market moves.
 	w.Header().Set("Cache-Control", "public, max-age=5")
-	writeJSON(w, http.StatusOK, map[string]any{"event_id": id, "listings": nonNil(ls)})
+	writeJSON(w, http.StatusOK, map[string]any{"event_id": id, "listings": listingsOf(ls)})
 	return nil
 }
 
@@ -84,7 +84,7 @@ func (s *Server) myListings(w http.ResponseWriter, r *http.Request, u boxoffice.
 		return err
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"listings": nonNil(ls)})
+	writeJSON(w, http.StatusOK, map[string]any{"listings": listingsOf(ls)})
 	return nil
 }
 
@@ -94,14 +94,6 @@ func (s *Server) myPayouts(w http.ResponseWriter, r *http.Request, u boxoffice.U
 		return err
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"payouts": nonNil(ps)})
+	writeJSON(w, http.StatusOK, map[string]any{"payouts": payoutsOf(ps)})
 	return nil
-}
-
-// nonNil makes an empty list [] in JSON, not null.
-func nonNil[T any](xs []T) []T {
-	if xs == nil {
-		return []T{}
-	}
-	return xs
 }

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/sale"
 )
 
 func (s *Server) myTickets(w http.ResponseWriter, r *http.Request, u boxoffice.User) error {
@@ -12,11 +11,8 @@ func (s *Server) myTickets(w http.ResponseWriter, r *http.Request, u boxoffice.U
 	if err != nil {
 		return err
 	}
-	if ts == nil {
-		ts = []sale.MyTicketView{}
-	}
 	w.Header().Set("Cache-Control", "private, no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"tickets": ts})
+	writeJSON(w, http.StatusOK, map[string]any{"tickets": myTicketsOf(ts)})
 	return nil
 }
 
@@ -30,7 +26,7 @@ func (s *Server) getTicket(w http.ResponseWriter, r *http.Request, u boxoffice.U
 		return err
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, myTicketOf(&t))
 	return nil
 }
 
@@ -52,6 +48,6 @@ func (s *Server) checkIn(w http.ResponseWriter, r *http.Request, u boxoffice.Use
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, myTicketOf(&t))
 	return nil
 }

@@ -43,7 +43,7 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request, u boxoffic
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Location", v.StatusURL)
-	writeJSON(w, http.StatusCreated, v)
+	writeJSON(w, http.StatusCreated, waitlistOf(v))
 	return nil
 }
 
@@ -57,7 +57,7 @@ func (s *Server) getWaitlistEntry(w http.ResponseWriter, r *http.Request, u boxo
 		return err
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, waitlistOf(v))
 	return nil
 }
 
@@ -70,7 +70,7 @@ func (s *Server) leaveWaitlist(w http.ResponseWriter, r *http.Request, u boxoffi
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, waitlistOf(v))
 	return nil
 }
 
@@ -80,7 +80,7 @@ func (s *Server) myWaitlist(w http.ResponseWriter, r *http.Request, u boxoffice.
 		return err
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"entries": nonNil(vs)})
+	writeJSON(w, http.StatusOK, map[string]any{"entries": waitlistsOf(vs)})
 	return nil
 }
 
@@ -97,6 +97,6 @@ func (s *Server) waitlistEvents(w http.ResponseWriter, r *http.Request, u boxoff
 		if err != nil {
 			return nil, false, err
 		}
-		return v, !sale.WaitlistLive(v), nil
+		return waitlistOf(v), !sale.WaitlistLive(v), nil
 	})
 }

@@ -191,7 +191,7 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	}
 	n.Sale = sale.New(sale.Deps{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Payments: n.Payments, IDs: p.IDs,
 		Now: o.Now, Log: log, Queue: p.Queue, RequestLog: p.RequestLog, Notifier: p.Notifier,
-		Layouts: n.Layouts, Availability: n.Seats}, cfg)
+		Layouts: n.Layouts, Availability: n.Seats, Answers: httpapi.Answers{}}, cfg)
 	n.API = httpapi.New(n.Sale, n.Seats, o.Auth, log)
 	n.API.SetLimits(o.Limits)
 	n.handler = web.Mount(n.API) // the browser UI at /app/, the JSON API everywhere else

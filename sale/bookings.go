@@ -8,20 +8,20 @@ import (
 
 // BookingView is a booking as its owner sees it.
 type BookingView struct {
-	BookingID        boxoffice.ID `json:"booking_id"`
-	EventID          boxoffice.ID `json:"event_id"`
-	UserID           string       `json:"user_id"`
-	Status           string       `json:"status"`
-	SeatIDs          []string     `json:"seat_ids"`
-	AmountCents      int64        `json:"amount_cents"`
-	HeldUntil        string       `json:"held_until,omitempty"`
-	PaymentURL       string       `json:"payment_url,omitempty"`
-	ConfirmationCode string       `json:"confirmation_code,omitempty"`
-	Tickets          []TicketView `json:"tickets,omitempty"`
-	CreatedAt        string       `json:"created_at"`
+	BookingID        boxoffice.ID
+	EventID          boxoffice.ID
+	UserID           string
+	Status           string
+	SeatIDs          []string
+	AmountCents      int64
+	HeldUntil        string
+	PaymentURL       string
+	ConfirmationCode string
+	Tickets          []TicketView
+	CreatedAt        string
 	// ListingID marks a resale purchase, WaitlistEntryID a waitlist offer.
-	ListingID       boxoffice.ID `json:"listing_id,omitempty"`
-	WaitlistEntryID boxoffice.ID `json:"waitlist_entry_id,omitempty"`
+	ListingID       boxoffice.ID
+	WaitlistEntryID boxoffice.ID
 }
 
 // View renders a booking with its status as of now.

@@ -16,14 +16,14 @@ type CancelRequest struct {
 
 // Cancellation is the answer to a cancel, and to every repeat.
 type Cancellation struct {
-	BookingID boxoffice.ID `json:"booking_id"`
-	Status    string       `json:"status"`
+	BookingID boxoffice.ID
+	Status    string
 	// RefundCents is what goes back to the card; RefundStatus is
 	// "refunded", or "pending" when the gateway did not confirm it yet
 	// (the reconciler retries until it does).
-	RefundCents  int64  `json:"refund_cents"`
-	RefundStatus string `json:"refund_status"`
-	Replayed     bool   `json:"-"`
+	RefundCents  int64
+	RefundStatus string
+	Replayed     bool
 }
 
 // Cancel cancels the user's confirmed booking under the event's refund

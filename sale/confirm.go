@@ -18,16 +18,16 @@ type ConfirmRequest struct {
 // TicketView is a ticket as its owner sees it. A void ticket has no code:
 // it admits nobody.
 type TicketView struct {
-	TicketID    boxoffice.ID `json:"ticket_id"`
-	EventID     boxoffice.ID `json:"event_id"`
-	BookingID   boxoffice.ID `json:"booking_id,omitempty"`
-	SeatID      string       `json:"seat_id"`
-	Code        string       `json:"code,omitempty"`
-	Status      string       `json:"status"`
-	VoidReason  string       `json:"void_reason,omitempty"`
-	CheckedInAt string       `json:"checked_in_at,omitempty"`
+	TicketID    boxoffice.ID
+	EventID     boxoffice.ID
+	BookingID   boxoffice.ID
+	SeatID      string
+	Code        string
+	Status      string
+	VoidReason  string
+	CheckedInAt string
 	// ListingID is the ticket's active resale listing.
-	ListingID boxoffice.ID `json:"listing_id,omitempty"`
+	ListingID boxoffice.ID
 }
 
 // ticketView renders a ticket for its owner.
@@ -45,11 +45,11 @@ func ticketView(t *boxoffice.Ticket) TicketView {
 
 // Confirmation is the answer to a successful confirm, and to every repeat.
 type Confirmation struct {
-	BookingID        boxoffice.ID `json:"booking_id"`
-	ConfirmationCode string       `json:"confirmation_code"`
-	AmountCents      int64        `json:"amount_cents"`
-	Tickets          []TicketView `json:"tickets"`
-	Replayed         bool         `json:"-"`
+	BookingID        boxoffice.ID
+	ConfirmationCode string
+	AmountCents      int64
+	Tickets          []TicketView
+	Replayed         bool
 }
 
 func confirmationOf(b *boxoffice.Booking) *Confirmation {

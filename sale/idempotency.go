@@ -2,7 +2,9 @@ package sale
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
+	"reflect"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -30,7 +32,7 @@ func (s *core) replayRecord(rec *boxoffice.IdempotencyRecord, hash string, out a
 	if rec.RequestHash != hash {
 		return boxoffice.Errorf(boxoffice.EIDEMMISMATCH, "this idempotency key was already used for a different request")
 	}
-	if err := json.Unmarshal(rec.Body, out); err != nil {
+	if err := s.answers.Decode(rec.Outcome, rec.Body, out); err != nil {
 		return &boxoffice.Error{Code: boxoffice.EINTERNAL, Message: "stored idempotent response is unreadable", Err: err}
 	}
 	return nil
@@ -51,9 +53,9 @@ func (s *core) leaseTTL() time.Duration { return s.cfg.PaymentTimeout + s.cfg.Ho
 const queuedLease = 10 * time.Second
 
 // record is the idempotency record of a request that ended in outcome,
-// answered with v.
+// answered with v: its body is v as the service's AnswerCodec encodes it.
 func (s *core) record(userID, key, hash string, outcome boxoffice.Outcome, v any) (*boxoffice.IdempotencyRecord, error) {
-	body, err := json.Marshal(v)
+	body, err := s.answers.Encode(outcome, v)
 	if err != nil {
 		return nil, err
 	}
@@ -61,3 +63,78 @@ func (s *core) record(userID, key, hash string, outcome boxoffice.Outcome, v any
 	return &boxoffice.IdempotencyRecord{UserID: userID, Key: key, RequestHash: hash, Outcome: outcome,
 		Body: body, CreatedAt: now, ExpiresAt: now.Add(s.cfg.IdempotencyTTL)}, nil
 }
+
+// goAnswers is the AnswerCodec of a service given none (Deps.Answers):
+// encoding/json of sale's types as they are, under their Go field names,
+// zero fields left out (a zero boxoffice.ID, such as a ticket's ListingID,
+// would not read back). It is not the API's format, so a store that API
+// servers read must not hold its records; a node gives httpapi.Answers.
+type goAnswers struct{}
+
+func (goAnswers) Encode(_ boxoffice.Outcome, v any) ([]byte, error) {
+	return json.Marshal(nonZero(reflect.ValueOf(v)))
+}
+
+func (goAnswers) Decode(_ boxoffice.Outcome, b []byte, out any) error { return json.Unmarshal(b, out) }
+
+// nonZero is v for encoding/json with the zero fields of its structs left
+// out; fields of an embedded struct are promoted, as encoding/json reads
+// them. Values that encode themselves (time.Time, boxoffice.ID) are kept
+// as they are.
+func nonZero(v reflect.Value) any {
+	if !v.IsValid() {
+		return nil
+	}
+	if encodesItself(v.Type()) {
+		return v.Interface()
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return nonZero(v.Elem())
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			return nil
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return v.Interface()
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = nonZero(v.Index(i))
+		}
+		return out
+	case reflect.Struct:
+		m := map[string]any{}
+		nonZeroFields(v, m)
+		return m
+	default:
+		return v.Interface()
+	}
+}
+
+func nonZeroFields(v reflect.Value, m map[string]any) {
+	for i := 0; i < v.NumField(); i++ {
+		f, fv := v.Type().Field(i), v.Field(i)
+		switch {
+		case !f.IsExported() && !f.Anonymous, fv.IsZero():
+		case f.Anonymous && fv.Kind() == reflect.Pointer && fv.Elem().Kind() == reflect.Struct && !encodesItself(fv.Type()):
+			nonZeroFields(fv.Elem(), m)
+		case f.Anonymous && fv.Kind() == reflect.Struct && !encodesItself(fv.Type()):
+			nonZeroFields(fv, m)
+		case f.IsExported():
+			m[f.Name] = nonZero(fv)
+		}
+	}
+}
+
+func encodesItself(t reflect.Type) bool {
+	return t.Implements(jsonMarshaler) || t.Implements(textMarshaler)
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)

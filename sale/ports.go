@@ -17,6 +17,21 @@ type IdempotencyReader interface {
 	Idempotency(ctx context.Context, userID, key string) (*boxoffice.IdempotencyRecord, error)
 }
 
+// AnswerCodec turns the answers recorded for idempotency keys into the
+// bytes of their record, and back. A retry, possibly served by another
+// release, must get back the answer its first request got, so the record
+// holds the delivery layer's format (the API's JSON), not sale's: sale's
+// types carry none. Encode gets a *ReserveResult (OutcomeHeld), a
+// *Confirmation (OutcomeConfirmed), a *Cancellation (OutcomeCancelled), a
+// CreatedListing (OutcomeListed) or a CreatedEntry (OutcomeJoined), as a
+// value or a pointer; Decode gets a pointer to the same type to fill. The
+// outcome is what the record says it holds: records written before
+// outcomes were kept have "", so a codec goes by the Go type.
+type AnswerCodec interface {
+	Encode(outcome boxoffice.Outcome, v any) ([]byte, error)
+	Decode(outcome boxoffice.Outcome, b []byte, out any) error
+}
+
 // bookingReader reads one booking.
 type bookingReader interface {
 	Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Booking, error)

@@ -13,38 +13,38 @@ import (
 // QueueTicket is the front door's answer to a reserve for a queued sale
 // (202): where the request is and how long it should wait.
 type QueueTicket struct {
-	RequestID     boxoffice.ID          `json:"request_id"`
-	EventID       boxoffice.ID          `json:"event_id"`
-	Status        boxoffice.QueueStatus `json:"status"`
-	QueuePosition int64                 `json:"queue_position"`
+	RequestID     boxoffice.ID
+	EventID       boxoffice.ID
+	Status        boxoffice.QueueStatus
+	QueuePosition int64
 	// Ahead is how many requests are still before this one.
-	Ahead int64 `json:"ahead"`
+	Ahead int64
 	// EstimatedWaitSeconds is set while the request waits (queued, or in
 	// the waiting room): from the event's measured drain rate, or before
 	// there is one from the prior (see Config.DrainPrior). Nil once it has
 	// an outcome.
-	EstimatedWaitSeconds *float64 `json:"estimated_wait_seconds"`
+	EstimatedWaitSeconds *float64
 	// SeatsLeft is how many seats of the request's kind (its section, or
 	// the section and tier of a best-available ask) are available now, and
 	// ExpectedSeatsLeft how many are expected to be left at its turn, if
 	// the requests ahead take seats as the served ones did: someone far
 	// back whose ask will likely not be met can join the waitlist now
 	// (WaitlistURL is set then). Unset without a seat map to count from.
-	SeatsLeft         *int      `json:"seats_left,omitempty"`
-	ExpectedSeatsLeft *int      `json:"expected_seats_left_at_turn,omitempty"`
-	SaleOpensAt       time.Time `json:"sale_opens_at"`
-	StatusURL         string    `json:"status_url"`
-	EventsURL         string    `json:"events_url"`
+	SeatsLeft         *int
+	ExpectedSeatsLeft *int
+	SaleOpensAt       time.Time
+	StatusURL         string
+	EventsURL         string
 	// Outcome, once there is one.
-	Reason     string       `json:"reason,omitempty"`
-	Message    string       `json:"message,omitempty"`
-	BookingID  boxoffice.ID `json:"booking_id,omitempty"`
-	HeldUntil  *time.Time   `json:"held_until,omitempty"`
-	PaymentURL string       `json:"payment_url,omitempty"`
+	Reason     string
+	Message    string
+	BookingID  boxoffice.ID
+	HeldUntil  *time.Time
+	PaymentURL string
 	// WaitlistURL, for a request turned down because the event sold out,
 	// is where to join its waitlist.
-	WaitlistURL string `json:"waitlist_url,omitempty"`
-	Replayed    bool   `json:"-"`
+	WaitlistURL string
+	Replayed    bool
 }
 
 // QueueURL is the status URL of a queued request.

@@ -18,29 +18,29 @@ type ListRequest struct {
 
 // ListingView is a resale listing as anyone sees it.
 type ListingView struct {
-	ListingID  boxoffice.ID `json:"listing_id"`
-	EventID    boxoffice.ID `json:"event_id"`
-	SeatID     string       `json:"seat_id"`
-	Section    string       `json:"section"`
-	Row        string       `json:"row"`
-	Number     int          `json:"number"`
-	PriceTier  string       `json:"price_tier"`
-	PriceCents int64        `json:"price_cents"`
+	ListingID  boxoffice.ID
+	EventID    boxoffice.ID
+	SeatID     string
+	Section    string
+	Row        string
+	Number     int
+	PriceTier  string
+	PriceCents int64
 	// FaceValueCents is the seat's original price, for comparison.
-	FaceValueCents int64  `json:"face_value_cents"`
-	Status         string `json:"status"`
-	CreatedAt      string `json:"created_at"`
+	FaceValueCents int64
+	Status         string
+	CreatedAt      string
 	// TicketID is shown to the seller only.
-	TicketID boxoffice.ID `json:"ticket_id,omitempty"`
-	Replayed bool         `json:"-"`
+	TicketID boxoffice.ID
+	Replayed bool
 }
 
 // PayoutView is what a seller is owed for a sold listing.
 type PayoutView struct {
-	ListingID   boxoffice.ID `json:"listing_id"`
-	AmountCents int64        `json:"amount_cents"`
-	Status      string       `json:"status"`
-	CreatedAt   string       `json:"created_at"`
+	ListingID   boxoffice.ID
+	AmountCents int64
+	Status      string
+	CreatedAt   string
 }
 
 // ListTicket puts the user's valid ticket on the resale market at a price
@@ -80,7 +80,7 @@ func (s *Resale) ListTicket(ctx context.Context, u boxoffice.User, req ListReque
 		return nil, boxoffice.Errorf(boxoffice.EINVALID, "this event caps resale at %d%% of face value: at most %d cents for this seat", ev.ResaleCapPercent, max)
 	}
 	hash := requestHash("list", req.TicketID.String(), strconv.FormatInt(req.PriceCents, 10))
-	var first createdListing
+	var first CreatedListing
 	if err := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &first); !errors.Is(err, errNoRecord) {
 		if err != nil {
 			return nil, err
@@ -98,7 +98,7 @@ func (s *Resale) ListTicket(ctx context.Context, u boxoffice.User, req ListReque
 	}
 	ls := &boxoffice.Listing{ID: id, TicketID: t.ID, SellerID: u.ID, PriceCents: req.PriceCents,
 		CreatedAt: now, UpdatedAt: now}
-	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeListed, createdListing{ListingID: ls.ID})
+	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeListed, CreatedListing{ListingID: ls.ID})
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +114,11 @@ func (s *Resale) ListTicket(ctx context.Context, u boxoffice.User, req ListReque
 	return s.listingView(l, ls, true), nil
 }
 
-// createdListing is what a listing's idempotency record keeps: the
-// listing, whose current state a retry reads.
-type createdListing struct {
-	ListingID boxoffice.ID `json:"listing_id"`
+// CreatedListing is what a listing's idempotency record keeps
+// (OutcomeListed): the listing, whose current state a retry reads.
+// Exported for the AnswerCodec that encodes it.
+type CreatedListing struct {
+	ListingID boxoffice.ID
 }
 
 // Listing returns a listing; its ticket id is shown to its seller only.

@@ -29,14 +29,14 @@ type ReserveRequest struct {
 // ReserveResult is the answer to a granted reserve; it is also what a retry
 // with the same idempotency key gets back.
 type ReserveResult struct {
-	BookingID  boxoffice.ID `json:"booking_id"`
-	HeldUntil  time.Time    `json:"held_until"`
-	PaymentURL string       `json:"payment_url"`
+	BookingID  boxoffice.ID
+	HeldUntil  time.Time
+	PaymentURL string
 	// SeatIDs are the seats held, for a best-available request.
-	SeatIDs []string `json:"seat_ids,omitempty"`
+	SeatIDs []string
 	// Replayed is true when this is the stored answer to an earlier request
 	// with the same idempotency key.
-	Replayed bool `json:"-"`
+	Replayed bool
 }
 
 // PaymentURL is where the client sends the payment token for a booking.

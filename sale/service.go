@@ -135,8 +135,10 @@ type core struct {
 	now      func() time.Time
 	log      *slog.Logger
 	cfg      Config
-	// idem reads the answers recorded for idempotency keys.
-	idem IdempotencyReader
+	// idem reads the answers recorded for idempotency keys; answers
+	// encodes and decodes them (Deps.Answers).
+	idem    IdempotencyReader
+	answers AnswerCodec
 
 	// The flash-sale queue; nil queue means queued sales are refused.
 	queue    boxoffice.QueueState
@@ -197,6 +199,12 @@ type Deps struct {
 	// read; nil: candidates come from the store and the lock layer
 	// directly.
 	Availability Availability
+	// Answers encodes the answers kept in idempotency records. A node
+	// always gives the API's codec (httpapi.Answers), so that records stay
+	// the API's JSON, readable by every release; nil: plain JSON of
+	// sale's own types (goAnswers), fine for tests and library use but
+	// not for a store that API servers share.
+	Answers AnswerCodec
 }
 
 // New returns a Service.
@@ -208,7 +216,10 @@ func New(d Deps, cfg Config) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	c := &core{holds: d.Holds, leases: d.Leases, payments: d.Payments, idem: d.Store,
+	if d.Answers == nil {
+		d.Answers = goAnswers{}
+	}
+	c := &core{holds: d.Holds, leases: d.Leases, payments: d.Payments, idem: d.Store, answers: d.Answers,
 		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier, returnsKick: make(chan struct{}, 1),
 		layouts: d.Layouts, avail: d.Availability,
 		taken: takenSeats{seats: lru.New[boxoffice.ID, map[string]time.Time](cfg.CacheEvents)},

@@ -9,14 +9,14 @@ import (
 // MyTicketView is a ticket with its seat, for the owner's list.
 type MyTicketView struct {
 	TicketView
-	Section    string `json:"section"`
-	Row        string `json:"row"`
-	Number     int    `json:"number"`
-	PriceTier  string `json:"price_tier"`
-	EventName  string `json:"event_name"`
-	Venue      string `json:"venue"`
-	StartsAt   string `json:"starts_at"`
-	Refundable bool   `json:"refundable"`
+	Section    string
+	Row        string
+	Number     int
+	PriceTier  string
+	EventName  string
+	Venue      string
+	StartsAt   string
+	Refundable bool
 }
 
 // MyTickets returns the user's valid tickets, newest first, with their

@@ -20,35 +20,35 @@ type JoinRequest struct {
 
 // WaitlistView is a waitlist entry as its user sees it.
 type WaitlistView struct {
-	EntryID   boxoffice.ID `json:"entry_id"`
-	EventID   boxoffice.ID `json:"event_id"`
-	Status    string       `json:"status"`
-	Section   string       `json:"section,omitempty"`
-	PriceTier string       `json:"price_tier,omitempty"`
-	Quantity  int          `json:"quantity"`
+	EntryID   boxoffice.ID
+	EventID   boxoffice.ID
+	Status    string
+	Section   string
+	PriceTier string
+	Quantity  int
 	// Ahead is how many waiting entries joined before this one (while it
 	// waits).
-	Ahead    *int       `json:"ahead,omitempty"`
-	Offers   int        `json:"offers"`
-	Offer    *OfferView `json:"offer,omitempty"`
-	JoinedAt string     `json:"joined_at"`
+	Ahead    *int
+	Offers   int
+	Offer    *OfferView
+	JoinedAt string
 	// StatusURL and EventsURL: poll, or listen (Server-Sent Events) for
 	// the offer.
-	StatusURL string `json:"status_url"`
-	EventsURL string `json:"events_url"`
-	Replayed  bool   `json:"-"`
+	StatusURL string
+	EventsURL string
+	Replayed  bool
 }
 
 // OfferView is an open waitlist offer: seats held for the user until
 // HeldUntil; paying for the booking (PaymentURL) accepts it, releasing it
 // (DELETE /bookings/{id}) declines it.
 type OfferView struct {
-	BookingID   boxoffice.ID `json:"booking_id"`
-	SeatIDs     []string     `json:"seat_ids"`
-	AmountCents int64        `json:"amount_cents"`
-	HeldUntil   string       `json:"held_until"`
-	PaymentURL  string       `json:"payment_url"`
-	ListingID   boxoffice.ID `json:"listing_id,omitempty"`
+	BookingID   boxoffice.ID
+	SeatIDs     []string
+	AmountCents int64
+	HeldUntil   string
+	PaymentURL  string
+	ListingID   boxoffice.ID
 }
 
 // WaitlistURL is the status URL of a waitlist entry.
@@ -88,7 +88,7 @@ func (s *Waitlist) JoinWaitlist(ctx context.Context, u boxoffice.User, req JoinR
 		return nil, saleClosed(l.Event, now)
 	}
 	hash := requestHash("waitlist", req.EventID.String(), req.Section, req.PriceTier, strconv.Itoa(req.Quantity))
-	var first createdEntry
+	var first CreatedEntry
 	if err := s.replay(ctx, u.ID, req.IdempotencyKey, hash, &first); !errors.Is(err, errNoRecord) {
 		if err != nil {
 			return nil, err
@@ -106,7 +106,7 @@ func (s *Waitlist) JoinWaitlist(ctx context.Context, u boxoffice.User, req JoinR
 	}
 	e := &boxoffice.WaitlistEntry{ID: id, EventID: req.EventID, UserID: u.ID, Section: req.Section,
 		PriceTier: req.PriceTier, Quantity: req.Quantity, Status: boxoffice.WaitlistWaiting, JoinedAt: now, UpdatedAt: now}
-	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeJoined, createdEntry{EntryID: e.ID})
+	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeJoined, CreatedEntry{EntryID: e.ID})
 	if err != nil {
 		return nil, err
 	}
@@ -116,10 +116,11 @@ func (s *Waitlist) JoinWaitlist(ctx context.Context, u boxoffice.User, req JoinR
 	return s.waitlistView(ctx, e)
 }
 
-// createdEntry is what a join's idempotency record keeps: the entry, whose
-// current state a retry reads.
-type createdEntry struct {
-	EntryID boxoffice.ID `json:"entry_id"`
+// CreatedEntry is what a join's idempotency record keeps (OutcomeJoined):
+// the entry, whose current state a retry reads. Exported for the
+// AnswerCodec that encodes it.
+type CreatedEntry struct {
+	EntryID boxoffice.ID
 }
 
 // WaitlistEntry returns an entry as its user (or an admin) sees it; anyone
