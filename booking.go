@@ -12,8 +12,9 @@ import (
 //	   │ └──release──▶ released
 //	   └────expiry───▶ expired
 //
-// failed is reserved for a booking whose hold could not be made (the
-// flash-sale queue records those).
+// A request whose seats could not be held makes no booking at all (a
+// queued one records its outcome in the queue instead), so there is no
+// "failed" booking; the schema's CHECK still admits the word, unused.
 type BookingStatus string
 
 const (
@@ -21,7 +22,6 @@ const (
 	BookingConfirmed BookingStatus = "confirmed"
 	BookingReleased  BookingStatus = "released"
 	BookingExpired   BookingStatus = "expired"
-	BookingFailed    BookingStatus = "failed"
 	// BookingCancelled: confirmed, then cancelled by its owner under the
 	// event's refund policy; its tickets are void and its payment refunded.
 	BookingCancelled BookingStatus = "cancelled"

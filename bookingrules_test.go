@@ -151,7 +151,7 @@ func TestConfirmBookingCheck(t *testing.T) {
 		{"Released", func(b *Booking, c *ConfirmBooking) { b.Status = BookingReleased }, conflict(BookingReleased)},
 		{"Expired", func(b *Booking, c *ConfirmBooking) { b.Status = BookingExpired }, conflict(BookingExpired)},
 		{"Cancelled", func(b *Booking, c *ConfirmBooking) { b.Status = BookingCancelled }, conflict(BookingCancelled)},
-		{"Failed", func(b *Booking, c *ConfirmBooking) { b.Status = BookingFailed }, conflict(BookingFailed)},
+		{"Failed", func(b *Booking, c *ConfirmBooking) { b.Status = "failed" }, conflict("failed")},
 		{"ReleasedBeforeTheFence", func(b *Booking, c *ConfirmBooking) {
 			b.Status, c.Fence, c.Now = BookingReleased, 4, b.HeldUntil
 		}, conflict(BookingReleased)},

@@ -81,7 +81,7 @@ func (s *Bookings) Release(ctx context.Context, u boxoffice.User, id boxoffice.I
 	}
 	now := s.now()
 	switch b.Status {
-	case boxoffice.BookingReleased, boxoffice.BookingExpired, boxoffice.BookingFailed:
+	case boxoffice.BookingReleased, boxoffice.BookingExpired:
 		return b, nil
 	case boxoffice.BookingConfirmed:
 		return nil, boxoffice.Errorf(boxoffice.ECONFLICT, "a confirmed booking cannot be released")
