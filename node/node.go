@@ -61,6 +61,10 @@ type Options struct {
 	Sale sale.Config
 	// SeatmapTTL is how long a seat-map snapshot is served. Default 10s.
 	SeatmapTTL time.Duration
+	// CacheMemory bounds the bytes of the seat maps and layouts this
+	// process caches (0: only Sale.CacheEvents bounds them): three quarters
+	// for the seat maps, the rest for the layouts.
+	CacheMemory int64
 	// Payments is the payment gateway; nil: testpay, its slow token taking
 	// SlowPayment.
 	Payments    boxoffice.PaymentGateway
@@ -107,6 +111,9 @@ func (o *Options) check() error {
 	}
 	if o.QueueSlots < 1 || o.QueueSlots > 64 {
 		return fmt.Errorf("queue slots %d: want 1 to 64", o.QueueSlots)
+	}
+	if o.CacheMemory < 0 {
+		return fmt.Errorf("cache memory %d: want 0 or more bytes", o.CacheMemory)
 	}
 	if o.Sale.CacheEvents < 0 {
 		return fmt.Errorf("cache events %d: want 1 or more", o.Sale.CacheEvents)
@@ -186,6 +193,9 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	n.Layouts = layout.NewCache(p.Store, cacheEvents(cfg.CacheEvents))
 	n.Seats = seatmap.New(n.Layouts, p.Store, p.Holds, o.SeatmapTTL, o.Now)
 	n.Seats.SetMaxEvents(cacheEvents(cfg.CacheEvents))
+	if o.CacheMemory > 0 {
+		n.Seats.SetMaxBytes(o.CacheMemory / 4 * 3)
+	}
 	if p.Shared != nil {
 		n.Seats.Share(p.Shared, p.Leases)
 	}

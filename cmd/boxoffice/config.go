@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type config struct {
 	PendingGrace   time.Duration
 	SeatmapTTL     time.Duration
 	CacheEvents    int
+	CacheMemory    byteSize
 	ReconcileEvery time.Duration
 	MaxSeats       int
 	NodeID         int
@@ -70,6 +72,8 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.PendingGrace, "pending-grace", 5*time.Minute, "how long after its hold ran out the reconciler marks a pending booking expired")
 	fs.DurationVar(&c.SeatmapTTL, "seatmap-ttl", 10*time.Second, "how long a seat-map snapshot is served (also its Cache-Control max-age)")
 	fs.IntVar(&c.CacheEvents, "cache-events", 1000, "events each in-process cache keeps (layouts, seat maps, inventories, queue rates): the least recently used go first")
+	c.CacheMemory = 1 << 30
+	fs.Var(&c.CacheMemory, "cache-memory", "bytes the seat maps and layouts cached in this process may take, e.g. 512MiB or 2GiB (0: only --cache-events bounds them)")
 	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 30*time.Second, "interval of the reconciler")
 	fs.IntVar(&c.MaxSeats, "max-seats-per-request", 10, "cap on the seats of one reserve request")
 	fs.IntVar(&c.NodeID, "node-id", 0, "a fixed Snowflake node id (0-1023), unique per process sharing a database; unset with --postgres: leased from PostgreSQL")
@@ -170,7 +174,7 @@ func (c config) options(log *slog.Logger, a *auth.Authenticator, fixedNodeID boo
 		Sale: sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats,
 			MaxLivePerUser: c.QueueMaxLive, PreQueueWindow: c.PreQueue, HandoverGrace: c.HandoverGrace,
 			OfferWindow: c.OfferWindow, PublicFirst: c.PublicFirst, DrainPrior: c.DrainPrior, CacheEvents: c.CacheEvents},
-		SeatmapTTL: c.SeatmapTTL, SlowPayment: c.SlowPayment,
+		SeatmapTTL: c.SeatmapTTL, SlowPayment: c.SlowPayment, CacheMemory: int64(c.CacheMemory),
 		Auth: a,
 		Limits: httpapi.Limits{PerUser: rate.Limit(c.RatePerUser), UserBurst: c.RateUserBurst,
 			ReadsPerUser: rate.Limit(c.ReadsPerUser), PerAddress: rate.Limit(c.RatePerAddr), AddressBurst: c.RateAddrBurst,
@@ -179,4 +183,40 @@ func (c config) options(log *slog.Logger, a *auth.Authenticator, fixedNodeID boo
 		ReturnsEvery: c.ReturnsEvery, ReconcileEvery: c.ReconcileEvery,
 		Log: log,
 	}
+}
+
+// byteSize is a flag of bytes: a number with an optional unit (B, KB, MB,
+// GB, KiB, MiB, GiB).
+type byteSize int64
+
+func (b *byteSize) String() string {
+	n := int64(*b)
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') {
+		i--
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q: want a number of bytes, e.g. 512MiB", s)
+	}
+	units := map[string]int64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
+	u, ok := units[strings.ToUpper(strings.TrimSpace(t[i:]))]
+	if !ok {
+		return fmt.Errorf("%q: unknown unit (B, KB, MB, GB, KiB, MiB, GiB)", s)
+	}
+	*b = byteSize(n * u)
+	return nil
 }
