@@ -1,6 +1,7 @@
-// Package httpapi is the HTTP face of boxoffice: the fixed contract of
-// DESIGN.md section 3, problem+json errors, bearer-token auth. Handlers are
-// thin: decode, call package sale, encode.
+// Package httpapi is the HTTP face of boxoffice: the fixed contract
+// (openapi.json), problem+json errors, bearer-token auth. Handlers are
+// thin: decode, call a use case (usecases.go), map its outcome to the wire
+// (answers.go).
 package httpapi
 
 import (
