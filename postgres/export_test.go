@@ -16,6 +16,8 @@ var (
 	// UserSeatsSQL is the per-user limit's count, for the plan tests.
 	UserSeatsSQL = userSeatsSQL
 	SoldSeatsSQL = soldSeatsSQL
+	// EventSoldSeatsSQL is SoldSeats': the seat map's read of an event.
+	EventSoldSeatsSQL = eventSoldSeatsSQL
 	// The batch's reads (CreateBookings).
 	EnsureEventUsersSQL = ensureEventUsersSQL
 	LockEventUsersSQL   = lockEventUsersSQL

@@ -46,6 +46,10 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 		{"per-user limit", postgres.UserSeatsSQL, []any{int64(ev.ID), "me", t0}, 12},
 		// Four seats asked (four rows of unnest), at most one ticket each.
 		{"sold seats", postgres.SoldSeatsSQL, []any{int64(ev.ID), []string{seat(3), seat(4), seat(50), seat(99)}}, 8},
+		// The seat map's rebuild reads the event's valid tickets and
+		// nothing else: at most 2,001 of them below (never a loop over
+		// the layout, which a join with the seats became on a young event).
+		{"seat map: sold seats", postgres.EventSoldSeatsSQL, []any{int64(ev.ID)}, 2001},
 		// The batched CreateBookings' reads, for two (event, user) pairs,
 		// two keys, two ids, four seats: each a probe per row asked.
 		{"batch: add event users", postgres.EnsureEventUsersSQL,
