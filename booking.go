@@ -114,10 +114,10 @@ type Ticket struct {
 const MaxSeatsPerRequest = 10
 
 // ValidateSeatSelection checks a reserve request's seats against the event
-// layout: at least one, at most limit, no duplicates, all in the layout.
-// It returns the seats in request order, or an EINVALID/ENOTFOUND error that
-// names the offending seats.
-func ValidateSeatSelection(layout map[string]Seat, seatIDs []string, limit int) ([]Seat, error) {
+// layout, whose seats seat looks up by id: at least one, at most limit, no
+// duplicates, all in the layout. It returns the seats in request order, or
+// an EINVALID/ENOTFOUND error that names the offending seats.
+func ValidateSeatSelection(seat func(id string) (Seat, bool), seatIDs []string, limit int) ([]Seat, error) {
 	if len(seatIDs) == 0 {
 		return nil, Errorf(EINVALID, "seat_ids must name at least one seat")
 	}
@@ -132,7 +132,7 @@ func ValidateSeatSelection(layout map[string]Seat, seatIDs []string, limit int) 
 			return nil, &Error{Code: EINVALID, Message: "seat_ids lists a seat twice", Seats: []string{truncate(id, 64)}}
 		}
 		seen[id] = true
-		s, ok := layout[id]
+		s, ok := seat(id)
 		if !ok {
 			unknown = append(unknown, truncate(id, 64))
 			continue
@@ -190,38 +190,70 @@ func inSectionAndTier(seat Seat, section, tier string) bool {
 	return (section == "" || section == seat.Section) && (tier == "" || tier == seat.PriceTier)
 }
 
-// Validate checks the request against the layout: a quantity between 1
-// and limit, and at least that many seats in one row of the section and
-// tier asked for. It returns an ELIMIT or EINVALID *Error.
-func (b *BestAvailable) Validate(seats []Seat, limit int) error {
+// Validate checks the request against the layout, the event's sections:
+// a quantity between 1 and limit, a seat with each feature asked for, and
+// at least Quantity seats side by side in one row of the section and tier
+// asked for, all of them seats the request wants (Wants). It returns an
+// ELIMIT or EINVALID *Error. It costs O(sections + seats with features),
+// whatever the number of seats.
+func (b *BestAvailable) Validate(sections []Section, limit int) error {
 	if b.Quantity < 1 {
 		return Errorf(EINVALID, "best_available.quantity must be at least 1")
 	}
 	if b.Quantity > limit {
 		return Errorf(ELIMIT, "at most %d seats in one request", limit)
 	}
+	// The sections asked for, and in each the seats the request does not
+	// want for their features, by row.
+	type unwanted struct {
+		sec    *Section
+		byRow  map[int][]int // row → numbers of its seats not wanted
+		wanted []SeatFeature // the features of the featured seats wanted
+	}
+	var in []unwanted
+	for i := range sections {
+		sec := &sections[i]
+		if !inSectionAndTier(Seat{Section: sec.Name, PriceTier: sec.PriceTier}, b.Section, b.PriceTier) || sec.Rows < 1 || sec.SeatsPerRow < 1 {
+			continue
+		}
+		u := unwanted{sec: sec}
+		for key, fs := range sec.Features {
+			r, n, ok := sec.featureSeat(key)
+			if !ok {
+				continue // no seat of the section: Seats never shows it
+			}
+			if b.Wants(Seat{Section: sec.Name, PriceTier: sec.PriceTier, Features: fs}) {
+				u.wanted = append(u.wanted, fs...)
+				continue
+			}
+			if u.byRow == nil {
+				u.byRow = map[int][]int{}
+			}
+			u.byRow[r] = append(u.byRow[r], n)
+		}
+		in = append(in, u)
+	}
 	for i, f := range b.Features {
 		if !KnownSeatFeature(f) || slices.Contains(b.Features[:i], f) {
 			return Errorf(EINVALID, "best_available.features: %q is unknown or listed twice (known: wheelchair, companion, restricted_view)", f)
 		}
-		if !slices.ContainsFunc(seats, func(s Seat) bool { return b.Wants(s) && s.HasFeature(f) }) {
+		if !slices.ContainsFunc(in, func(u unwanted) bool { return slices.Contains(u.wanted, f) }) {
 			return Errorf(EINVALID, "the event has no %s seat in section %q, price tier %q", strings.ReplaceAll(string(f), "_", " "), b.Section, b.PriceTier)
 		}
 	}
-	run, prev := 0, Seat{}
-	for _, s := range seats {
-		if !b.Wants(s) {
-			run = 0
-			continue
+	for _, u := range in {
+		if len(u.byRow) < u.sec.Rows && u.sec.SeatsPerRow >= b.Quantity {
+			return nil // a row with every seat wanted
 		}
-		if run > 0 && s.Section == prev.Section && s.Row == prev.Row {
-			run++
-		} else {
-			run = 1
-		}
-		prev = s
-		if run >= b.Quantity {
-			return nil
+		for _, nums := range u.byRow {
+			slices.Sort(nums)
+			prev := 0 // the last seat not wanted before the run
+			for _, n := range append(nums, u.sec.SeatsPerRow+1) {
+				if n-prev-1 >= b.Quantity {
+					return nil
+				}
+				prev = n
+			}
 		}
 	}
 	return Errorf(EINVALID, "the event has no row with %d seats in section %q, price tier %q", b.Quantity, b.Section, b.PriceTier)

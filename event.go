@@ -173,6 +173,15 @@ func (e *Event) SeatCount() int {
 	return n
 }
 
+// ShowOver is how long after it starts a show is over: long enough for
+// the longest show, its check-in and its last ticket views. The layout
+// cache keeps no layout of a show that is over (Event.Over).
+const ShowOver = 24 * time.Hour
+
+// Over reports whether the show is over at now: more than ShowOver after
+// StartsAt.
+func (e *Event) Over(now time.Time) bool { return now.After(e.StartsAt.Add(ShowOver)) }
+
 // SaleOpen reports whether reserve requests are accepted at now: from
 // SaleOpensAt until the show starts.
 func (e *Event) SaleOpen(now time.Time) bool {
@@ -261,9 +270,7 @@ func (s *Section) validFeatures() *Error {
 		return &Error{Message: "more seats than the section has"}
 	}
 	for seat, fs := range s.Features {
-		row, num, ok := strings.Cut(seat, "-")
-		n, err := strconv.Atoi(num)
-		if r := RowNumber(row); !ok || err != nil || r < 1 || r > s.Rows || n < 1 || n > s.SeatsPerRow || num != strconv.Itoa(n) {
+		if _, _, ok := s.featureSeat(seat); !ok {
 			return &Error{Message: fmt.Sprintf("%q is not a seat of the section (row-number, e.g. A-1)", seat)}
 		}
 		if len(fs) == 0 {
@@ -279,6 +286,19 @@ func (s *Section) validFeatures() *Error {
 		}
 	}
 	return nil
+}
+
+// featureSeat returns the row and number of the seat of the section that
+// key ("<row>-<number>", as Features has it) names, false when key is no
+// seat of the section or not as Seats spells it ("A-01").
+func (s *Section) featureSeat(key string) (row, number int, ok bool) {
+	label, num, ok := strings.Cut(key, "-")
+	n, err := strconv.Atoi(num)
+	row = RowNumber(label)
+	if !ok || err != nil || row < 1 || row > s.Rows || n < 1 || n > s.SeatsPerRow || num != strconv.Itoa(n) {
+		return 0, 0, false
+	}
+	return row, n, true
 }
 
 // Seats expands the layout into seats, section by section, row by row, in

@@ -1,6 +1,9 @@
 package boxoffice
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +56,7 @@ func TestSeatFeatures(t *testing.T) {
 	if !both.Fits(seats[2:4]) || both.Fits(seats[1:3]) || both.Fits(seats[0:2]) {
 		t.Error("a block fits when it has a seat of each feature asked for")
 	}
-	if err := both.Validate(seats, 4); err != nil {
+	if err := both.Validate(e.Sections, 4); err != nil {
 		t.Errorf("Validate: %v", err)
 	}
 	for _, b := range []*BestAvailable{
@@ -61,11 +64,93 @@ func TestSeatFeatures(t *testing.T) {
 		{Quantity: 1, Features: []SeatFeature{Wheelchair, Wheelchair}},
 		{Quantity: 1, Section: "F", Features: []SeatFeature{RestrictedView, Wheelchair}, PriceTier: "other"},
 	} {
-		if err := b.Validate(seats, 4); ErrorCode(err) != EINVALID {
+		if err := b.Validate(e.Sections, 4); ErrorCode(err) != EINVALID {
 			t.Errorf("Validate(%+v) = %v, want EINVALID", b, err)
 		}
 	}
 	if got := RowNumber("AA"); got != 27 || RowLabel(got) != "AA" || RowNumber("") != 0 || RowNumber("a") != 0 {
 		t.Errorf("RowNumber: AA → %d", got)
+	}
+}
+
+// validateSeats is what BestAvailable.Validate decided before it worked
+// on the sections' geometry: a walk over every seat.
+func validateSeats(b *BestAvailable, seats []Seat, limit int) error {
+	if b.Quantity < 1 {
+		return Errorf(EINVALID, "best_available.quantity must be at least 1")
+	}
+	if b.Quantity > limit {
+		return Errorf(ELIMIT, "at most %d seats in one request", limit)
+	}
+	for i, f := range b.Features {
+		if !KnownSeatFeature(f) || slices.Contains(b.Features[:i], f) {
+			return Errorf(EINVALID, "best_available.features: %q is unknown or listed twice (known: wheelchair, companion, restricted_view)", f)
+		}
+		if !slices.ContainsFunc(seats, func(s Seat) bool { return b.Wants(s) && s.HasFeature(f) }) {
+			return Errorf(EINVALID, "the event has no %s seat in section %q, price tier %q", strings.ReplaceAll(string(f), "_", " "), b.Section, b.PriceTier)
+		}
+	}
+	run, prev := 0, Seat{}
+	for _, s := range seats {
+		if !b.Wants(s) {
+			run = 0
+			continue
+		}
+		if run > 0 && s.Section == prev.Section && s.Row == prev.Row {
+			run++
+		} else {
+			run = 1
+		}
+		prev = s
+		if run >= b.Quantity {
+			return nil
+		}
+	}
+	return Errorf(EINVALID, "the event has no row with %d seats in section %q, price tier %q", b.Quantity, b.Section, b.PriceTier)
+}
+
+// Validate over the sections decides as a walk over every seat does, on
+// random layouts with features and random asks.
+func TestBestAvailableValidateAsEverySeat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(18, 1))
+	outcomes := map[string]int{}
+	for trial := range 3000 {
+		var secs []Section
+		for k := range 1 + rng.IntN(3) {
+			sec := Section{Name: fmt.Sprintf("S%d", k), PriceTier: []string{"a", "b"}[rng.IntN(2)], Rows: 1 + rng.IntN(3), SeatsPerRow: 1 + rng.IntN(8)}
+			for range rng.IntN(sec.Rows*sec.SeatsPerRow + 1) {
+				if sec.Features == nil {
+					sec.Features = map[string][]SeatFeature{}
+				}
+				key := RowLabel(1+rng.IntN(sec.Rows)) + "-" + fmt.Sprint(1+rng.IntN(sec.SeatsPerRow))
+				sec.Features[key] = []SeatFeature{SeatFeatures[rng.IntN(3)]}
+				if rng.IntN(3) == 0 {
+					sec.Features[key] = SeatFeatures[:1+rng.IntN(3)]
+				}
+			}
+			secs = append(secs, sec)
+		}
+		e := &Event{Sections: secs}
+		b := &BestAvailable{Quantity: rng.IntN(8), Section: []string{"", "S0", "S1", "S9"}[rng.IntN(4)], PriceTier: []string{"", "a", "b"}[rng.IntN(3)]}
+		for _, f := range SeatFeatures {
+			if rng.IntN(3) == 0 {
+				b.Features = append(b.Features, f)
+			}
+		}
+		got, want := b.Validate(e.Sections, 6), validateSeats(b, e.Seats(), 6)
+		if ErrorCode(got) != ErrorCode(want) || ErrorMessage(got) != ErrorMessage(want) {
+			t.Fatalf("trial %d: %+v on %+v: %v, a walk over the seats says %v", trial, b, secs, got, want)
+		}
+		msg := "valid"
+		if got != nil {
+			msg = ErrorMessage(got)
+		}
+		outcomes[msg[:min(len(msg), 20)]]++
+	}
+	// Each answer comes up: valid, no seat with a feature, no such row.
+	for _, o := range []string{"valid", "the event has no row", "the event has no whe"} {
+		if outcomes[o] < 50 {
+			t.Errorf("%q: %d times in %v", o, outcomes[o], outcomes)
+		}
 	}
 }

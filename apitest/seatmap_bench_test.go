@@ -39,15 +39,15 @@ func bigEvent(tb testing.TB, s *Stack) (string, boxoffice.ID) {
 // fill sells sold seats and holds held ones (spread over the sections), so
 // the map is not one long run of "available".
 func fill(tb testing.TB, s *Stack, id boxoffice.ID, sold, held int) {
-	seats, err := s.Service.LayoutSeats(ctx, id)
+	l, err := s.Service.Layout(ctx, id)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	step := len(seats) / (sold + held)
+	step := l.Len() / (sold + held)
 	for n := 0; n*8 < sold+held; n++ {
 		var ids []string
 		for k := range 8 {
-			ids = append(ids, seats[(n*8+k)*step].ID)
+			ids = append(ids, l.ID((n*8+k)*step))
 		}
 		u := boxoffice.User{ID: "filler-" + strconv.Itoa(n)}
 		res, err := s.Service.Reserve(ctx, u, sale.ReserveRequest{EventID: id, SeatIDs: ids, IdempotencyKey: "fill"})

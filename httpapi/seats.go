@@ -81,15 +81,16 @@ func (s *Server) layoutBody(r *http.Request, id boxoffice.ID) (*layoutJSON, erro
 	if v, ok := s.layouts.Load(id); ok {
 		return v.(*layoutJSON), nil
 	}
-	seats, err := s.svc.LayoutSeats(r.Context(), id)
+	lay, err := s.svc.Layout(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}
 	out := struct {
 		EventID boxoffice.ID `json:"event_id"`
 		Seats   []layoutSeat `json:"seats"`
-	}{EventID: id, Seats: make([]layoutSeat, len(seats))}
-	for i, st := range seats {
+	}{EventID: id, Seats: make([]layoutSeat, lay.Len())}
+	for i := range out.Seats {
+		st := lay.At(i)
 		out.Seats[i] = layoutSeat{st.ID, st.Section, st.Row, st.Number, st.PriceTier, st.PriceCents, st.Features}
 	}
 	b, err := json.Marshal(out)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/layout"
 	"github.com/boxoffice/boxoffice/seatmap"
 )
 
@@ -85,12 +86,12 @@ func TestInternalErrorsShowNothing(t *testing.T) {
 // route does: 503, Retry-After, the unavailable problem. A stream already
 // open says "unavailable" in an error event and keeps going.
 func TestSeatMapAndStreamsUnavailable(t *testing.T) {
-	layout := fakeLayout{{ID: "A-A-1", Section: "A", Row: "A", Number: 1, PriceTier: "std", PriceCents: 100}}
+	lay := fakeLayout{layout.Of(&boxoffice.Event{ID: 1, Sections: []boxoffice.Section{{Name: "A", PriceTier: "std", PriceCents: 100, Rows: 1, SeatsPerRow: 1}}})}
 	var storeErr atomic.Pointer[error]
 	setErr := func(err error) { storeErr.Store(&err) }
 	store := fakeSold{err: func() error { return *storeErr.Load() }}
 	s := &Server{log: slog.New(slog.DiscardHandler), hub: newHub(),
-		seats: seatmap.New(layout, store, inmem.NewHolds(nil), time.Second, nil)}
+		seats: seatmap.New(lay, store, inmem.NewHolds(nil), time.Second, nil)}
 	read := func(context.Context) (any, bool, error) {
 		if err := *storeErr.Load(); err != nil {
 			return nil, false, err
@@ -174,11 +175,9 @@ func wantUnavailable(t *testing.T, resp *http.Response, body string) {
 	}
 }
 
-type fakeLayout []boxoffice.Seat
+type fakeLayout struct{ l *layout.Layout }
 
-func (l fakeLayout) LayoutSeats(context.Context, boxoffice.ID) ([]boxoffice.Seat, error) {
-	return l, nil
-}
+func (f fakeLayout) Layout(context.Context, boxoffice.ID) (*layout.Layout, error) { return f.l, nil }
 
 type fakeSold struct{ err func() error }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
 )
@@ -18,7 +19,7 @@ type Catalog interface {
 	CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffice.Event) (*boxoffice.Event, error)
 	Event(ctx context.Context, id boxoffice.ID) (*boxoffice.Event, error)
 	Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffice.Event, error)
-	LayoutSeats(ctx context.Context, id boxoffice.ID) ([]boxoffice.Seat, error)
+	Layout(ctx context.Context, id boxoffice.ID) (*layout.Layout, error)
 }
 
 // Bookings reserves (held at once, or queued: Request decides by the

@@ -191,6 +191,10 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	cfg := o.Sale
 	cfg.AdmitDeadline = p.AdmitDeadline
 	n.Layouts = layout.NewCache(p.Store, cacheEvents(cfg.CacheEvents))
+	n.Layouts.SetClock(o.Now)
+	if o.CacheMemory > 0 {
+		n.Layouts.SetMaxBytes(o.CacheMemory - o.CacheMemory/4*3)
+	}
 	n.Seats = seatmap.New(n.Layouts, p.Store, p.Holds, o.SeatmapTTL, o.Now)
 	n.Seats.SetMaxEvents(cacheEvents(cfg.CacheEvents))
 	if o.CacheMemory > 0 {

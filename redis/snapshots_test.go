@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/layout"
 	"github.com/boxoffice/boxoffice/seatmap"
 )
 
@@ -57,8 +58,8 @@ func (s soldSeats) EventListings(context.Context, boxoffice.ID) ([]boxoffice.Lis
 	return nil, nil
 }
 
-func (s soldSeats) LayoutSeats(context.Context, boxoffice.ID) ([]boxoffice.Seat, error) {
-	return s.ev.Seats(), nil
+func (s soldSeats) Layout(context.Context, boxoffice.ID) (*layout.Layout, error) {
+	return layout.Of(s.ev), nil
 }
 
 // Three nodes' seat-map caches on one Redis: one build for all of them,

@@ -42,6 +42,8 @@ const takenMemory = 30 * time.Second
 // layer decides, so a block someone took meanwhile is struck off and the
 // next is tried. When those run out it reads the seats afresh (the store
 // and the lock layer) and tries again. ESEATTAKEN when no block is left.
+// Seats are layout indices throughout: only the ids of the blocks tried
+// are made.
 func (s *Bookings) holdBest(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, owner boxoffice.ID, ttl time.Duration) (boxoffice.Hold, error) {
 	for _, fresh := range []bool{false, true} {
 		free, err := s.freeSeats(ctx, l, best, fresh)
@@ -51,7 +53,7 @@ func (s *Bookings) holdBest(ctx context.Context, l *layout.Layout, best *boxoffi
 		if !fresh {
 			free = s.taken.drop(l.Event.ID, free, time.Now().Add(-takenMemory))
 		}
-		taken := map[string]bool{}
+		taken := map[int]bool{}
 		for attempt := 0; attempt < bestAttempts; attempt++ {
 			block := bestBlock(l, free, best.Quantity, taken)
 			if block == nil {
@@ -59,15 +61,17 @@ func (s *Bookings) holdBest(ctx context.Context, l *layout.Layout, best *boxoffi
 			}
 			hold, err := s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: l.Event.ID, SeatIDs: block, Owner: owner, TTL: ttl})
 			if err == nil {
-				s.taken.mark(l.Event.ID, block)
+				s.taken.mark(l, block)
 			}
 			if !isCode(err, boxoffice.ESEATTAKEN) {
 				return hold, err
 			}
 			in := boxoffice.ErrorSeats(err)
-			s.taken.mark(l.Event.ID, in)
+			s.taken.mark(l, in)
 			for _, seat := range in {
-				taken[seat] = true
+				if i, ok := l.Index(seat); ok {
+					taken[i] = true
+				}
 			}
 		}
 	}
@@ -81,10 +85,10 @@ func (s *Bookings) holdBest(ctx context.Context, l *layout.Layout, best *boxoffi
 	return boxoffice.Hold{}, boxoffice.Errorf(boxoffice.ESEATTAKEN, "no %d seats side by side are left%s", best.Quantity, where)
 }
 
-// freeSeats returns, in layout order, the seats best wants that look free
-// in the seat map (fresh: one at most freshMap old); without one, in the
-// store and the lock layer.
-func (s *Bookings) freeSeats(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, fresh bool) ([]boxoffice.Seat, error) {
+// freeSeats returns, in layout order, the layout indices of the seats
+// best wants that look free in the seat map (fresh: one at most freshMap
+// old); without one, in the store and the lock layer.
+func (s *Bookings) freeSeats(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, fresh bool) ([]int, error) {
 	var statuses []string
 	if s.avail != nil {
 		maxAge := time.Duration(0)
@@ -92,14 +96,27 @@ func (s *Bookings) freeSeats(ctx context.Context, l *layout.Layout, best *boxoff
 			maxAge = freshMap
 		}
 		st, err := s.avail.Statuses(ctx, l.Event.ID, maxAge)
-		if err == nil && len(st) == len(l.Seats) {
+		if err == nil && len(st) == l.Len() {
 			statuses = st
 		}
 	}
-	var want []boxoffice.Seat
-	for i, st := range l.Seats {
-		if best.Wants(st) && (statuses == nil || statuses[i] == "available") {
-			want = append(want, st)
+	var want []int
+	for _, sec := range l.Sections() {
+		probe := boxoffice.Seat{Section: sec.Name, PriceTier: sec.PriceTier}
+		if !best.Wants(probe) {
+			continue // another section or tier
+		}
+		i := sec.First
+		for r := 1; r <= sec.Rows; r++ {
+			for n := 1; n <= sec.SeatsPerRow; n, i = n+1, i+1 {
+				if statuses != nil && statuses[i] != "available" {
+					continue
+				}
+				if probe.Features = sec.SeatFeatures(r, n); probe.Features != nil && !best.Wants(probe) {
+					continue
+				}
+				want = append(want, i)
+			}
 		}
 	}
 	if statuses != nil {
@@ -111,8 +128,8 @@ func (s *Bookings) freeSeats(ctx context.Context, l *layout.Layout, best *boxoff
 		return nil, err
 	}
 	ids := make([]string, len(want))
-	for i, st := range want {
-		ids[i] = st.ID
+	for k, i := range want {
+		ids[k] = l.ID(i)
 	}
 	held, err := s.holds.Held(ctx, l.Event.ID, ids)
 	if err != nil {
@@ -123,27 +140,31 @@ func (s *Bookings) freeSeats(ctx context.Context, l *layout.Layout, best *boxoff
 		isSold[id] = true
 	}
 	free := want[:0]
-	for i, st := range want {
-		if !held[i] && !isSold[st.ID] {
-			free = append(free, st)
+	for k, i := range want {
+		if !held[k] && !isSold[ids[k]] {
+			free = append(free, i)
 		}
 	}
 	return free, nil
 }
 
-// bestBlock returns n seats of free (in layout order) side by side in one
-// row, none of them taken, or nil: in the first row (the best: layout
-// order goes from the stage back) that has such a block, the block nearest
-// the row's centre, so a row fills from its centre outwards. A block that
-// would leave a single seat stranded beside it is passed over while
-// another will do, lest every pair split a row into unsellable singles.
-func bestBlock(l *layout.Layout, free []boxoffice.Seat, n int, taken map[string]bool) []string {
+// bestBlock returns the ids of n seats of free (layout indices, in
+// layout order) side by side in one row, none of them taken, or nil: in
+// the first row (the best: layout order goes from the stage back) that
+// has such a block, the block nearest the row's centre, so a row fills
+// from its centre outwards. A block that would leave a single seat
+// stranded beside it is passed over while another will do, lest every
+// pair split a row into unsellable singles.
+func bestBlock(l *layout.Layout, free []int, n int, taken map[int]bool) []string {
 	for start := 0; start < len(free); {
+		k, r, _ := l.Locate(free[start])
+		sec := &l.Sections()[k]
+		rowStart := sec.First + (r-1)*sec.SeatsPerRow
 		end := start + 1
-		for end < len(free) && free[end].Section == free[start].Section && free[end].Row == free[start].Row {
+		for end < len(free) && free[end] < rowStart+sec.SeatsPerRow {
 			end++
 		}
-		if block := centreBlock(l, free[start:end], n, taken); block != nil {
+		if block := centreBlock(l, sec.SeatsPerRow, rowStart, free[start:end], n, taken); block != nil {
 			return block
 		}
 		start = end
@@ -151,22 +172,23 @@ func bestBlock(l *layout.Layout, free []boxoffice.Seat, n int, taken map[string]
 	return nil
 }
 
-// centreBlock is bestBlock within one row's free seats.
-func centreBlock(l *layout.Layout, row []boxoffice.Seat, n int, taken map[string]bool) []string {
-	centre := float64(1+l.SeatsPerRow(row[0].Section)) / 2
+// centreBlock is bestBlock within one row's free seats: row, layout
+// indices of a row of perRow seats whose seat 1 is at rowStart.
+func centreBlock(l *layout.Layout, perRow, rowStart int, row []int, n int, taken map[int]bool) []string {
+	centre := float64(1+perRow) / 2
 	best, bestScore := -1, math.Inf(1)
 	for i := 0; i < len(row); {
-		if taken[row[i].ID] {
+		if taken[row[i]] {
 			i++
 			continue
 		}
 		// row[i:j] is a run of free seats side by side.
 		j := i + 1
-		for j < len(row) && !taken[row[j].ID] && row[j].Number == row[j-1].Number+1 {
+		for j < len(row) && !taken[row[j]] && row[j] == row[j-1]+1 {
 			j++
 		}
 		for a := i; a+n <= j; a++ {
-			mid := float64(row[a].Number) + float64(n-1)/2
+			mid := float64(row[a]-rowStart+1) + float64(n-1)/2
 			score := math.Abs(mid - centre)
 			if left, right := a-i, j-(a+n); left == 1 || right == 1 {
 				score += strandPenalty
@@ -182,7 +204,7 @@ func centreBlock(l *layout.Layout, row []boxoffice.Seat, n int, taken map[string
 	}
 	block := make([]string, n)
 	for k := range n {
-		block[k] = row[best+k].ID
+		block[k] = l.ID(row[best+k])
 	}
 	return block
 }
@@ -191,34 +213,38 @@ func centreBlock(l *layout.Layout, row []boxoffice.Seat, n int, taken map[string
 // block that does not, in any row up to 10,000 seats long.
 const strandPenalty = 10_000
 
-// takenSeats remembers, per event, the seats this process saw taken and
-// when, for best available: of the Config.CacheEvents events marked or
-// asked about last.
+// takenSeats remembers, per event, the seats (layout indices) this
+// process saw taken and when, for best available: of the
+// Config.CacheEvents events marked or asked about last.
 type takenSeats struct {
 	mu    sync.Mutex
-	seats *lru.Cache[boxoffice.ID, map[string]time.Time]
+	seats *lru.Cache[boxoffice.ID, map[int]time.Time]
 	marks int
 }
 
-func (m *takenSeats) mark(eventID boxoffice.ID, seats []string) {
+// mark remembers the seats of l as taken now; an id that is no seat of l
+// is left out.
+func (m *takenSeats) mark(l *layout.Layout, seats []string) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ev, _ := m.seats.Get(eventID)
+	ev, _ := m.seats.Get(l.Event.ID)
 	if ev == nil {
-		ev = map[string]time.Time{}
-		m.seats.Add(eventID, ev)
+		ev = map[int]time.Time{}
+		m.seats.Add(l.Event.ID, ev)
 	}
 	for _, id := range seats {
-		ev[id] = now
+		if i, ok := l.Index(id); ok {
+			ev[i] = now
+		}
 	}
 	// Forget the old marks now and then, so the memory stays the size of
 	// the last few seconds' sales.
 	if m.marks++; m.marks%4096 == 0 {
-		m.seats.Range(func(_ boxoffice.ID, ev map[string]time.Time) bool {
-			for id, at := range ev {
+		m.seats.Range(func(_ boxoffice.ID, ev map[int]time.Time) bool {
+			for i, at := range ev {
 				if now.Sub(at) > takenMemory {
-					delete(ev, id)
+					delete(ev, i)
 				}
 			}
 			return true
@@ -226,9 +252,9 @@ func (m *takenSeats) mark(eventID boxoffice.ID, seats []string) {
 	}
 }
 
-// drop returns seats without those of the event marked after t (in
-// place: it reuses seats' array).
-func (m *takenSeats) drop(eventID boxoffice.ID, seats []boxoffice.Seat, t time.Time) []boxoffice.Seat {
+// drop returns seats (layout indices) without those of the event marked
+// after t (in place: it reuses seats' array).
+func (m *takenSeats) drop(eventID boxoffice.ID, seats []int, t time.Time) []int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ev, _ := m.seats.Get(eventID)
@@ -236,9 +262,9 @@ func (m *takenSeats) drop(eventID boxoffice.ID, seats []boxoffice.Seat, t time.T
 		return seats
 	}
 	out := seats[:0]
-	for _, st := range seats {
-		if at, ok := ev[st.ID]; !ok || !at.After(t) {
-			out = append(out, st)
+	for _, i := range seats {
+		if at, ok := ev[i]; !ok || !at.After(t) {
+			out = append(out, i)
 		}
 	}
 	return out

@@ -65,12 +65,3 @@ func (s *Catalog) Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxof
 	}
 	return s.store.Events(ctx, f)
 }
-
-// LayoutSeats returns an event's seats in layout order (seatmap.Layouts).
-func (s *Catalog) LayoutSeats(ctx context.Context, id boxoffice.ID) ([]boxoffice.Seat, error) {
-	l, err := s.Layout(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return l.Seats, nil
-}

@@ -111,19 +111,24 @@ func (s *core) inventory(ctx context.Context, l *layout.Layout) (*inventory, err
 		e.inv.Store(&inventory{at: now, failed: err})
 		return nil, err
 	}
-	if len(statuses) != len(l.Seats) {
+	if len(statuses) != l.Len() {
 		return nil, nil // a map of another layout: do not guess
 	}
 	inv := &inventory{at: now, left: map[ask]int{{}: 0}}
-	for i, st := range statuses {
-		if st != "available" {
+	for _, sec := range l.Sections() {
+		free := 0
+		for _, st := range statuses[sec.First : sec.First+sec.Len()] {
+			if st == "available" {
+				free++
+			}
+		}
+		if free == 0 {
 			continue
 		}
-		seat := l.Seats[i]
-		inv.left[ask{}]++
-		inv.left[ask{section: seat.Section}]++
-		inv.left[ask{tier: seat.PriceTier}]++
-		inv.left[ask{seat.Section, seat.PriceTier}]++
+		inv.left[ask{}] += free
+		inv.left[ask{section: sec.Name}] += free
+		inv.left[ask{tier: sec.PriceTier}] += free
+		inv.left[ask{sec.Name, sec.PriceTier}] += free
 	}
 	e.inv.Store(inv)
 	return inv, nil

@@ -164,7 +164,7 @@ func (s *Queue) seatsAtTurn(ctx context.Context, t *QueueTicket, l *layout.Layou
 	left, all := inv.left[kind], inv.left[ask{}]
 	perRequest := float64(wanted)
 	if prog.Served > 0 {
-		perRequest = min(float64(len(l.Seats)-all)/float64(prog.Served), float64(s.cfg.MaxSeatsPerRequest))
+		perRequest = min(float64(l.Len()-all)/float64(prog.Served), float64(s.cfg.MaxSeatsPerRequest))
 	}
 	expected := 0
 	if all > 0 {

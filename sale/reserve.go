@@ -80,7 +80,7 @@ func (s *core) checkReserve(ctx context.Context, req ReserveRequest) (l *layout.
 		if len(req.SeatIDs) > 0 {
 			return nil, "", boxoffice.Errorf(boxoffice.EINVALID, "give either seat_ids or best_available")
 		}
-		if err := b.Validate(l.Seats, limit); err != nil {
+		if err := b.Validate(l.Event.Sections, limit); err != nil {
 			return nil, "", err
 		}
 		return l, requestHash("reserve-best", req.EventID.String(), strconv.Itoa(b.Quantity), b.Section, b.PriceTier), nil

@@ -145,7 +145,7 @@ type core struct {
 	reqLog   boxoffice.RequestLog
 	notifier boxoffice.Notifier
 
-	// layouts are the events' expanded seat layouts, shared with the seat
+	// layouts are the events' seat layouts, shared with the seat
 	// map.
 	layouts *layout.Cache
 	// returnsKick wakes RunReturns at once when this process freed seats.
@@ -222,10 +222,11 @@ func New(d Deps, cfg Config) *Service {
 	c := &core{holds: d.Holds, leases: d.Leases, payments: d.Payments, idem: d.Store, answers: d.Answers,
 		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier, returnsKick: make(chan struct{}, 1),
 		layouts: d.Layouts, avail: d.Availability,
-		taken: takenSeats{seats: lru.New[boxoffice.ID, map[string]time.Time](cfg.CacheEvents)},
+		taken: takenSeats{seats: lru.New[boxoffice.ID, map[int]time.Time](cfg.CacheEvents)},
 		invs:  inventories{ev: lru.New[boxoffice.ID, *inventoryEntry](cfg.CacheEvents)}}
 	if c.layouts == nil {
 		c.layouts = layout.NewCache(d.Store, cfg.CacheEvents)
+		c.layouts.SetClock(d.Now)
 	}
 	if d.Queue != nil && d.RequestLog != nil {
 		c.queue, c.reqLog = d.Queue, d.RequestLog

@@ -107,10 +107,13 @@ func soak(t *testing.T, events, seats, bound int) soakResult {
 // Reading thousands of events keeps at most the bound of each per-event
 // cache, and the heap after GC stays small (issue 18: every event ever
 // read stayed, ~3.1 MB per 5,000 seats). Measured on a 2-core machine:
-// 39.5 MB after GC with the bound of 100, 325.6 MB with a bound of a
-// million (no bound), for 3,000 events of 200 seats. Of the 39.5 MB, about
-// 29 MB are the in-process lock layer's tables of the events held in
-// (inmem.Holds keeps one per event, by design), not a cache.
+// 33.4 MB after GC with the bound of 100, 141.7 MB with a bound of a
+// million (no bound), for 3,000 events of 200 seats; 39.5 and 325.6 MB
+// while a cached layout still expanded and indexed every seat (compact
+// layouts: ~0.8 KB per cached 5,000-seat layout, layout.TestLayoutHeap).
+// Of the 33.4 MB, about 29 MB are the in-process lock layer's tables of
+// the events held in (inmem.Holds keeps one per event, by design), not a
+// cache.
 func TestSoakCachesStayBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: creates and reads 3,000 events")

@@ -278,7 +278,7 @@ func (m soldMap) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(l.Seats))
+	out := make([]string, l.Len())
 	for i := range out {
 		out[i] = "sold"
 	}

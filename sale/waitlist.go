@@ -75,9 +75,9 @@ func (s *Waitlist) JoinWaitlist(ctx context.Context, u boxoffice.User, req JoinR
 	}
 	want := boxoffice.WaitlistEntry{Section: req.Section, PriceTier: req.PriceTier}
 	fits := 0
-	for _, st := range l.Seats {
-		if want.Wants(st) {
-			fits++
+	for _, sec := range l.Sections() {
+		if want.Wants(boxoffice.Seat{Section: sec.Name, PriceTier: sec.PriceTier}) {
+			fits += sec.Len()
 		}
 	}
 	if fits < req.Quantity {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/internal/lru"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // Seat statuses.
@@ -51,9 +52,9 @@ type Store interface {
 	EventListings(ctx context.Context, eventID boxoffice.ID) ([]boxoffice.Listing, error)
 }
 
-// Layouts gives the immutable seat layout of an event (sale.Service).
+// Layouts gives the immutable seat layout of an event (layout.Cache).
 type Layouts interface {
-	LayoutSeats(ctx context.Context, eventID boxoffice.ID) ([]boxoffice.Seat, error)
+	Layout(ctx context.Context, eventID boxoffice.ID) (*layout.Layout, error)
 }
 
 // Snapshot is one built seat map, ready to serve.
@@ -496,13 +497,19 @@ func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, err
 	out := struct {
 		EventID boxoffice.ID `json:"event_id"`
 		Seats   []seatJSON   `json:"seats"`
-	}{EventID: eventID, Seats: make([]seatJSON, len(r.seats))}
-	for i, s := range r.seats {
-		st := r.statuses[i]
-		out.Seats[i] = seatJSON{SeatID: s.ID, Section: s.Section, Row: s.Row, Number: s.Number, Status: st, PriceTier: s.PriceTier, PriceCents: s.PriceCents}
-		if st == Resale {
-			l := r.listed[s.ID]
-			out.Seats[i].ListingID, out.Seats[i].ResalePriceCents = l.ID, l.PriceCents
+	}{EventID: eventID, Seats: make([]seatJSON, len(r.ids))}
+	i := 0 // the layout index of the seat at (section, row, n)
+	for _, sec := range r.layout.Sections() {
+		for row := 1; row <= sec.Rows; row++ {
+			label := boxoffice.RowLabel(row)
+			for n := 1; n <= sec.SeatsPerRow; n, i = n+1, i+1 {
+				st := r.statuses[i]
+				out.Seats[i] = seatJSON{SeatID: r.ids[i], Section: sec.Name, Row: label, Number: n, Status: st, PriceTier: sec.PriceTier, PriceCents: sec.PriceCents}
+				if st == Resale {
+					l := r.listed[r.ids[i]]
+					out.Seats[i].ListingID, out.Seats[i].ResalePriceCents = l.ID, l.PriceCents
+				}
+			}
 		}
 	}
 	if snap.JSON, err = json.Marshal(out); err != nil {
@@ -521,7 +528,8 @@ func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, err
 // rendered.
 type reading struct {
 	at       time.Time
-	seats    []boxoffice.Seat
+	layout   *layout.Layout
+	ids      []string // the seats' ids in layout order
 	statuses []string
 	counts   map[string]int
 	degraded bool
@@ -531,7 +539,7 @@ type reading struct {
 // read reads what a snapshot is made of: the sold seats, the live holds
 // (one batched read) and the active listings.
 func (c *Cache) read(ctx context.Context, eventID boxoffice.ID) (*reading, error) {
-	seats, err := c.layouts.LayoutSeats(ctx, eventID)
+	lay, err := c.layouts.Layout(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
@@ -540,10 +548,7 @@ func (c *Cache) read(ctx context.Context, eventID boxoffice.ID) (*reading, error
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(seats))
-	for i, s := range seats {
-		ids[i] = s.ID
-	}
+	ids := lay.SeatIDs()
 	// With the lock store down, reserve fails closed anyway; the map still
 	// shows what is sold rather than nothing.
 	held, err := c.holds.Held(ctx, eventID, ids)
@@ -566,13 +571,13 @@ func (c *Cache) read(ctx context.Context, eventID boxoffice.ID) (*reading, error
 	for i := range listings {
 		listed[listings[i].SeatID] = &listings[i]
 	}
-	r := &reading{at: at, seats: seats, statuses: make([]string, len(seats)), counts: map[string]int{}, degraded: degraded, listed: listed}
-	for i, s := range seats {
-		st, l := Available, listed[s.ID]
+	r := &reading{at: at, layout: lay, ids: ids, statuses: make([]string, len(ids)), counts: map[string]int{}, degraded: degraded, listed: listed}
+	for i, id := range ids {
+		st, l := Available, listed[id]
 		switch {
-		case soldSet[s.ID] && l != nil && !held[i]:
+		case soldSet[id] && l != nil && !held[i]:
 			st = Resale
-		case soldSet[s.ID] && l == nil:
+		case soldSet[id] && l == nil:
 			st = Sold
 		case held[i]:
 			st = Held

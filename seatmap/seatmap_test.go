@@ -10,6 +10,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // fakeSold is the part of the store the seat map reads; the layout comes
@@ -38,8 +39,8 @@ func (f *fakeSold) EventListings(ctx context.Context, id boxoffice.ID) ([]boxoff
 	return append([]boxoffice.Listing(nil), f.listings...), nil
 }
 
-func (f *fakeSold) LayoutSeats(ctx context.Context, id boxoffice.ID) ([]boxoffice.Seat, error) {
-	return f.event.Seats(), nil
+func (f *fakeSold) Layout(ctx context.Context, id boxoffice.ID) (*layout.Layout, error) {
+	return layout.Of(f.event), nil
 }
 
 type clock struct {
