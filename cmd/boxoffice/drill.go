@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -43,12 +41,7 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	var url, out, svgPath, secret string
 	fs := flag.NewFlagSet("drill", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&url, "url", "", "base URL of a running boxoffice on loopback (absent: start one in this process)")
-	fs.StringVar(&c.Data, "data", "", "embedded database directory: the --url server's (for the audit), or the in-process server's (absent: a temporary one, removed after)")
-	fs.StringVar(&c.Postgres, "postgres", "", "PostgreSQL URL of the store (the --url server's, or for the in-process server)")
-	fs.StringVar(&c.Redis, "redis", "", "Redis URL of the holds and queue state (as --postgres)")
-	fs.StringVar(&c.Kafka, "kafka", "", "Kafka brokers of the queue, e.g. a boxoffice kafka-fake (as --postgres)")
-	fs.StringVar(&secret, "auth-secret", "", "the server's token secret (in-process: a random one when absent; with --url: --data's auth.secret when absent)")
+	loadTargetFlags(fs, &c, &url, &secret)
 	fs.IntVar(&c.Workers, "workers", 2, "in-process server: booking workers")
 	fs.IntVar(&c.QueueSlots, "queue-slots", 1, "in-process server: Redis hash slots of the event's queue (see serve --queue-slots)")
 	fs.DurationVar(&c.Hold, "hold", 2*time.Minute, "in-process server: how long a hold lasts (short, so that unpaid holds come back during the drill)")
@@ -95,81 +88,26 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	log := newLogger(stderr, c.LogLevel)
 
-	var (
-		a     *auth.Authenticator
-		p     *node.Parts
-		where string
-		err   error
-	)
-	if url == "" {
-		if c.Data == "" {
-			dir, err := os.MkdirTemp("", "boxoffice-drill-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			c.Data = dir
-		} else if err := os.MkdirAll(c.Data, 0o700); err != nil {
-			return err
-		}
-		if secret == "" {
-			b := make([]byte, 32)
-			_, _ = rand.Read(b)
-			secret = hex.EncodeToString(b)
-		}
-		if a, err = auth.New([]byte(secret), nil); err != nil {
-			return err
-		}
-		srv, err := startDrillServer(ctx, c, fs, getenv, log, a)
-		if err != nil {
-			return err
-		}
-		defer srv.stop()
-		url, p = srv.base, srv.node.Parts()
-		where = fmt.Sprintf("in this process, %d booking workers, hold %s", c.Workers, c.Hold)
-		fmt.Fprintf(stderr, "drill: boxoffice started in this process at %s (data %s)\n", url, c.Data)
-	} else {
-		if err := drill.CheckLoopback(url); err != nil {
-			return err
-		}
-		if c.Postgres == "" {
-			if c.Data == "" {
-				c.Data = "boxoffice-data" // serve's default
-			}
-			// sqlite.Open would make an empty database and audit that.
-			if _, err := os.Stat(filepath.Join(c.Data, "boxoffice.db")); err != nil {
-				return fmt.Errorf("the audit reads the server's embedded database: give its --data (%w)", err)
-			}
-		}
-		if a, err = drillAuth(secret, c.Data); err != nil {
-			return err
-		}
-		if p, err = node.Open(ctx, c.options(log, a, true)); err != nil {
-			return err
-		}
-		defer p.Close()
-		where = "at " + url
-	}
-	if p.Queue == nil {
-		return errors.New("the drill needs a flash-sale queue: with --postgres, give --redis and --kafka too")
-	}
-	var auditor drill.Auditor
-	if c.Postgres != "" {
-		auditor, err = drill.OpenPostgresAuditor(ctx, c.Postgres)
-	} else {
-		auditor, err = drill.OpenSQLiteAuditor(filepath.Join(c.Data, "boxoffice.db"))
-	}
+	t, err := openLoadTarget(ctx, "drill", c, fs, getenv, log, url, secret, stderr)
 	if err != nil {
 		return err
 	}
-	defer auditor.Close()
+	defer t.close()
+	where := "at " + t.url
+	if t.inProcess {
+		where = fmt.Sprintf("in this process, %d booking workers, hold %s", c.Workers, c.Hold)
+	}
+	if t.parts.Queue == nil {
+		return errors.New("the drill needs a flash-sale queue: with --postgres, give --redis and --kafka too")
+	}
+	a, p := t.auth, t.parts
 
 	ttl := dc.Duration + dc.Settle + time.Hour
 	res, err := drill.Run(ctx, dc, drill.Target{
-		URL:       url,
+		URL:       t.url,
 		Token:     func(sub, role string) (string, error) { return a.Issue(sub, role, ttl) },
 		Queue:     p.Queue,
-		Audit:     auditor,
+		Audit:     t.auditor,
 		Shape:     p.Describe + "; boxoffice " + where,
 		RedisAddr: c.Redis,
 		Progress:  stderr,

@@ -7,6 +7,7 @@
 //	boxoffice relay    run the background upkeep only: outbox relay, returns pass, reconciler
 //	boxoffice kafka-fake  run an in-process Kafka broker for tests
 //	boxoffice drill    replay a flash sale's peak and audit the store
+//	boxoffice steady   run many events' steady state for minutes and audit the store
 //	boxoffice verify-draw  check a queued event's pre-queue draw
 //
 // Run "boxoffice <command> --help" for the flags of each.
@@ -49,6 +50,8 @@ Usage:
   boxoffice kafka-fake [--addr A]      run an in-process Kafka broker (franz-go's kfake)
                                        for tests and demos; prints its address
   boxoffice drill [flags]              load-drill a flash sale on loopback, audit the store
+  boxoffice steady [flags]             load-drill many events' steady state on loopback for
+                                       minutes (latency and memory over time), audit the store
   boxoffice verify-draw [--request ID] URL  check a queued event's pre-queue draw from what
                                        the server published (URL: .../events/ID)
 
@@ -76,6 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return kafkaFake(ctx, args[1:], getenv, stdout, stderr)
 	case "drill":
 		return runDrill(ctx, args[1:], getenv, stdout, stderr)
+	case "steady":
+		return runSteady(ctx, args[1:], getenv, stdout, stderr)
 	case "verify-draw":
 		return verifyDraw(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
