@@ -122,9 +122,17 @@ func Open(ctx context.Context, o Options) (_ *Parts, err error) {
 			p.Queue, p.RequestLog = q, q
 		}
 		if o.Redis == "" {
-			if err := p.inProcessHolds(ctx, st, log); err != nil {
-				return nil, err
+			// In-process holds die with the process: the live ones come
+			// back from the database before serving, or a restart would
+			// free seats that pending bookings still hold.
+			live, err := st.LiveHolds(ctx, time.Now())
+			if err != nil {
+				return nil, fmt.Errorf("restore holds: %w", err)
 			}
+			if len(live) > 0 {
+				log.Info("holds restored from the database", "bookings", len(live))
+			}
+			p.inProcessHolds(live)
 		}
 	}
 	var cache *redis.QueueState // Redis: the queue's state
@@ -150,10 +158,7 @@ func Open(ctx context.Context, o Options) (_ *Parts, err error) {
 		// PostgreSQL without Redis: holds in this process alone, for a
 		// single node (a restart frees them; the database still refuses
 		// a second ticket).
-		holds, leases := inmem.NewHolds(nil), inmem.NewLeases(nil)
-		p.Holds, p.Leases = holds, leases
-		p.run = append(p.run, func(ctx context.Context) { holds.Run(ctx, time.Second, nil) },
-			func(ctx context.Context) { leases.Run(ctx, 10*time.Second) })
+		p.inProcessHolds(nil)
 	}
 	if o.Kafka != "" {
 		if err := p.kafkaQueue(ctx, o, cache, journal, log); err != nil {
@@ -192,25 +197,16 @@ func leaseNodeID(ctx context.Context, pg *postgres.Store, p *Parts, log *slog.Lo
 	return lease, nil
 }
 
-// inProcessHolds makes the embedded holds and leases. In-process holds die
-// with the process: the live ones come back from the database before
-// serving, or a restart would free seats that pending bookings still hold.
-func (p *Parts) inProcessHolds(ctx context.Context, st *sqlite.Store, log *slog.Logger) error {
+// inProcessHolds makes the in-process holds and leases, the holds of live
+// holding them to begin with, and runs their sweepers with the parts.
+func (p *Parts) inProcessHolds(live []boxoffice.Hold) {
 	holds, leases := inmem.NewHolds(nil), inmem.NewLeases(nil)
-	live, err := st.LiveHolds(ctx, time.Now())
-	if err != nil {
-		return fmt.Errorf("restore holds: %w", err)
-	}
 	for _, h := range live {
 		holds.Restore(h)
-	}
-	if len(live) > 0 {
-		log.Info("holds restored from the database", "bookings", len(live))
 	}
 	p.Holds, p.Leases = holds, leases
 	p.run = append(p.run, func(ctx context.Context) { holds.Run(ctx, time.Second, nil) },
 		func(ctx context.Context) { leases.Run(ctx, 10*time.Second) })
-	return nil
 }
 
 // kafkaQueue makes the production queue: the request log in Kafka, its
