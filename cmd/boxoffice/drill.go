@@ -44,11 +44,6 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	loadTargetFlags(fs, &c, &url, &secret)
 	fs.IntVar(&c.Workers, "workers", 2, "in-process server: booking workers")
 	fs.IntVar(&c.QueueSlots, "queue-slots", 1, "in-process server: Redis hash slots of the event's queue (see serve --queue-slots)")
-	fs.DurationVar(&c.Hold, "hold", 2*time.Minute, "in-process server: how long a hold lasts (short, so that unpaid holds come back during the drill)")
-	fs.DurationVar(&c.PendingGrace, "pending-grace", 10*time.Second, "in-process server: grace before the reconciler expires a pending booking")
-	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 5*time.Second, "in-process server: reconciler interval")
-	fs.DurationVar(&c.SeatmapTTL, "seatmap-ttl", 10*time.Second, "in-process server: seat-map cache TTL (the users' view is this stale)")
-	fs.StringVar(&c.LogLevel, "log-level", "warn", "in-process server's log level")
 
 	fs.IntVar(&dc.Users, "users", dc.Users, "users in the crowd")
 	fs.IntVar(&dc.Seats, "seats", dc.Seats, "seats of the event")
@@ -82,9 +77,6 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if err := dc.Validate(); err != nil {
 		return err
-	}
-	if c.Kafka != "" && c.Redis == "" {
-		return errors.New("--kafka needs --redis: the queue's state lives in Redis")
 	}
 	log := newLogger(stderr, c.LogLevel)
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -51,11 +50,6 @@ func runSteady(ctx context.Context, args []string, getenv func(string) string, s
 	fs.IntVar(&c.Workers, "workers", 1, "in-process server: booking workers (they drain queued sales; direct sales do not use them)")
 	fs.IntVar(&c.CacheEvents, "cache-events", c.CacheEvents, "in-process server: events each in-process cache keeps (see serve --cache-events)")
 	fs.Var(&c.CacheMemory, "cache-memory", "in-process server: bytes the cached seat maps and layouts may take (see serve --cache-memory)")
-	fs.DurationVar(&c.Hold, "hold", 2*time.Minute, "in-process server: how long a hold lasts (short, so that unpaid holds expire during the drill)")
-	fs.DurationVar(&c.PendingGrace, "pending-grace", 10*time.Second, "in-process server: grace before the reconciler expires a pending booking")
-	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 5*time.Second, "in-process server: reconciler interval")
-	fs.DurationVar(&c.SeatmapTTL, "seatmap-ttl", c.SeatmapTTL, "in-process server: seat-map cache TTL (the users' view is this stale)")
-	fs.StringVar(&c.LogLevel, "log-level", "warn", "in-process server's log level")
 
 	fs.IntVar(&sc.Events, "events", sc.Events, "events on sale at once, created before the load")
 	fs.IntVar(&sc.Seats, "seats", sc.Seats, "seats per event (the seed's average is 5,000)")
@@ -86,9 +80,6 @@ func runSteady(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if err := sc.Validate(); err != nil {
 		return err
-	}
-	if c.Kafka != "" && c.Redis == "" {
-		return errors.New("--kafka needs --redis: the queue's state lives in Redis")
 	}
 	log := newLogger(stderr, c.LogLevel)
 	ttl := sc.Duration + time.Hour

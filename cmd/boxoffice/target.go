@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/boxoffice/boxoffice/auth"
 	"github.com/boxoffice/boxoffice/drill"
@@ -37,7 +38,7 @@ func (t *loadTarget) close() {
 
 // loadTargetFlags declares the flags every load command has for its
 // target: a server at --url, or one in this process; its stores; its
-// token secret.
+// token secret; the in-process server's hold and upkeep.
 func loadTargetFlags(fs *flag.FlagSet, c *config, url, secret *string) {
 	fs.StringVar(url, "url", "", "base URL of a running boxoffice on loopback (absent: start one in this process)")
 	fs.StringVar(&c.Data, "data", "", "embedded database directory: the --url server's (for the audit), or the in-process server's (absent: a temporary one, removed after)")
@@ -45,6 +46,11 @@ func loadTargetFlags(fs *flag.FlagSet, c *config, url, secret *string) {
 	fs.StringVar(&c.Redis, "redis", "", "Redis URL of the holds and the queue's state (as --postgres)")
 	fs.StringVar(&c.Kafka, "kafka", "", "Kafka brokers of the queue, e.g. a boxoffice kafka-fake (as --postgres)")
 	fs.StringVar(secret, "auth-secret", "", "the server's token secret (in-process: a random one when absent; with --url: --data's auth.secret when absent)")
+	fs.DurationVar(&c.Hold, "hold", 2*time.Minute, "in-process server: how long a hold lasts (short, so that unpaid holds come back during the run)")
+	fs.DurationVar(&c.PendingGrace, "pending-grace", 10*time.Second, "in-process server: grace before the reconciler expires a pending booking")
+	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 5*time.Second, "in-process server: reconciler interval")
+	fs.DurationVar(&c.SeatmapTTL, "seatmap-ttl", 10*time.Second, "in-process server: seat-map cache TTL (the users' view is this stale)")
+	fs.StringVar(&c.LogLevel, "log-level", "warn", "in-process server's log level")
 }
 
 // openLoadTarget opens the target of a load command named name: without
