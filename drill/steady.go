@@ -475,15 +475,7 @@ func (r *steadyRunner) pickEvent(rng *mrand.Rand) *steadyEvent {
 // steadyPartyWeights is the share of each party size 1..4.
 var steadyPartyWeights = [...]float64{0.25, 0.45, 0.10, 0.20}
 
-func steadyParty(p float64) int {
-	for i, w := range steadyPartyWeights {
-		if p < w {
-			return i + 1
-		}
-		p -= w
-	}
-	return len(steadyPartyWeights)
-}
+func steadyParty(p float64) int { return sizeOf(steadyPartyWeights[:], p) }
 
 // SteadyVenue is the venue of every event of a steady drill: about seats
 // seats in sections sections of equal size, in rows of up to 50, priced

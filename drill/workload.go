@@ -171,14 +171,18 @@ func Plan(s Shape) []User {
 }
 
 // party maps a uniform draw to a party size by partyWeights.
-func party(p float64) int {
-	for i, w := range partyWeights {
+func party(p float64) int { return sizeOf(partyWeights[:], p) }
+
+// sizeOf maps a uniform draw p to a size 1..len(weights), weights[i] the
+// share of size i+1.
+func sizeOf(weights []float64, p float64) int {
+	for i, w := range weights {
 		if p < w {
 			return i + 1
 		}
 		p -= w
 	}
-	return len(partyWeights)
+	return len(weights)
 }
 
 // firstChoice draws the user's preferred section from a Zipf law over the
