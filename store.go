@@ -24,7 +24,7 @@ type Store interface {
 	Close() error
 }
 
-// EventFilter pages through events, newest first.
+// EventFilter pages through events by show start, latest first (by id).
 type EventFilter struct {
 	// Before, when set, returns only events with a smaller ID (the cursor).
 	Before ID
@@ -37,7 +37,7 @@ type EventStore interface {
 	CreateEvent(ctx context.Context, e *Event) error
 	// Event returns one event with its sections, or ENOTFOUND.
 	Event(ctx context.Context, id ID) (*Event, error)
-	// Events lists events, newest first.
+	// Events lists events by show start, latest first (by id).
 	Events(ctx context.Context, f EventFilter) ([]*Event, error)
 	// SoldSeats returns the ids of the event's seats that have a valid ticket.
 	SoldSeats(ctx context.Context, eventID ID) ([]string, error)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/layout"
+	"github.com/boxoffice/boxoffice/snowflake"
 )
 
 // CreateEvent validates and stores a new event; admins only. A zero
@@ -28,18 +29,29 @@ func (s *Catalog) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffic
 	if e.StartsAt.After(now.AddDate(boxoffice.MaxYearsAhead, 0, 0)) {
 		return nil, boxoffice.Errorf(boxoffice.EINVALID, "starts_at must be within %d years", boxoffice.MaxYearsAhead)
 	}
-	id, err := s.ids.NextID()
-	if err != nil {
-		return nil, err
-	}
-	e.ID = id
 	e.CreatedAt = s.now()
 	if e.SaleMode == boxoffice.SaleQueued {
 		// The pre-queue draw's seed, committed to from now on (draw.go).
 		e.DrawSeed = boxoffice.NewDrawSeed()
 	}
-	if err := s.store.CreateEvent(ctx, e); err != nil {
-		return nil, err
+	// The id's time part is on the show's day, so that the stores can keep
+	// a month of shows together (and archive it) by id range alone. Two
+	// events of one show day may draw the same id (snowflake.OnDay): the
+	// store says ECONFLICT, and an id minted a millisecond later differs.
+	for attempt := 0; ; attempt++ {
+		id, err := s.ids.NextID()
+		if err != nil {
+			return nil, err
+		}
+		e.ID = snowflake.OnDay(id, e.StartsAt)
+		err = s.store.CreateEvent(ctx, e)
+		if boxoffice.ErrorCode(err) == boxoffice.ECONFLICT && attempt < 8 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	e.DrawSeed = nil // secret until the draw: kept by the store alone
 	s.layouts.Add(layout.Of(e))
@@ -58,7 +70,7 @@ func (s *Catalog) Event(ctx context.Context, id boxoffice.ID) (*boxoffice.Event,
 // MaxEventsPage bounds one page of the event list.
 const MaxEventsPage = 100
 
-// Events lists events, newest first.
+// Events lists events by show start, latest first.
 func (s *Catalog) Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffice.Event, error) {
 	if f.Limit <= 0 || f.Limit > MaxEventsPage {
 		f.Limit = MaxEventsPage

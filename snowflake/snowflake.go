@@ -57,6 +57,8 @@ const (
 	// MaxNode is the largest node id.
 	MaxNode = 1<<nodeBits - 1
 	seqMask = 1<<seqBits - 1
+	// TimeShift is where the time part of an id starts.
+	TimeShift = nodeBits + seqBits
 )
 
 // Millis is t as milliseconds since Epoch, the time part of an id.
@@ -179,6 +181,23 @@ func Parts(id boxoffice.ID) (t time.Time, node, seq int) {
 	v := int64(id)
 	ms := v >> (nodeBits + seqBits)
 	return Epoch.Add(time.Duration(ms) * time.Millisecond), int(v >> seqBits & MaxNode), int(v & seqMask)
+}
+
+// OnDay returns id moved to t's day (UTC): its time part becomes the
+// start of that day plus the time of day at which id was minted; its node
+// and sequence are kept. An event's id is one (sale.Catalog), so that a
+// range of event ids is a range of show days and storage can be
+// partitioned by show month on the id alone. Such ids are unique only as
+// far as the caller makes them: two ids minted at the same time of day on
+// different days, with the same node and sequence, collide when moved to
+// the same day, and the store's unique key tells the caller to draw again
+// (a new id, minted at another millisecond).
+func OnDay(id boxoffice.ID, t time.Time) boxoffice.ID {
+	const day = 24 * 60 * 60 * 1000
+	u := t.UTC()
+	start := max(Millis(time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC)), 0)
+	ms := start + IDMillis(id)%day
+	return boxoffice.ID(ms<<TimeShift | int64(id)&(1<<TimeShift-1))
 }
 
 // IDMillis returns the time part of an id: milliseconds since Epoch.

@@ -223,3 +223,34 @@ func TestLeasedNewTermStartsAboveTheFloor(t *testing.T) {
 		t.Fatalf("same node, new term: id at %d ms, not above the floor %d", IDMillis(id), IDMillis(last))
 	}
 }
+
+// TestOnDay moves ids minted over a day and more to one show day: each lands
+// on that day (so in its month's range), keeps its node and sequence, and
+// ids minted at different times of day stay distinct.
+func TestOnDay(t *testing.T) {
+	show := time.Date(2029, 2, 28, 23, 30, 0, 0, time.UTC)
+	dayStart := time.Date(2029, 2, 28, 0, 0, 0, 0, time.UTC)
+	clock := time.Date(2026, 12, 4, 5, 0, 0, 0, time.UTC)
+	g, err := New(7, func() time.Time { return clock })
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[boxoffice.ID]time.Time{}
+	for range 5000 {
+		clock = clock.Add(17*time.Second + 3*time.Millisecond) // about a day in all
+		id := next(t, g)
+		moved := OnDay(id, show)
+		at, node, seq := Parts(moved)
+		_, wantNode, wantSeq := Parts(id)
+		if at.Before(dayStart) || !at.Before(dayStart.Add(24*time.Hour)) {
+			t.Fatalf("OnDay(%d minted at %s) is at %s, not on %s", id, clock, at, dayStart.Format(time.DateOnly))
+		}
+		if node != wantNode || seq != wantSeq {
+			t.Fatalf("OnDay changed node/seq: %d/%d, want %d/%d", node, seq, wantNode, wantSeq)
+		}
+		if prev, ok := seen[moved]; ok {
+			t.Fatalf("ids minted at %s and %s both became %d", prev, clock, moved)
+		}
+		seen[moved] = clock
+	}
+}
