@@ -52,8 +52,8 @@ func (a *PostgresAuditor) DoubleHeld(ctx context.Context, eventID boxoffice.ID) 
 			                     WHEN 'released'  THEN b.updated_at
 			                     WHEN 'cancelled' THEN b.updated_at
 			                     ELSE b.held_until END AS until
-			FROM booking_seats s JOIN bookings b ON b.id = s.booking_id
-			WHERE s.event_id = $1 AND b.status <> 'failed')
+			FROM booking_seats s JOIN bookings b ON b.event_id = s.event_id AND b.id = s.booking_id
+			WHERE s.event_id = $1)
 		SELECT count(DISTINCT x.seat_id)
 		FROM claims x JOIN claims y ON y.seat_id = x.seat_id AND y.id > x.id
 		WHERE x.since < y.until AND y.since < x.until`, int64(eventID)).Scan(&n)
@@ -65,8 +65,8 @@ func (a *PostgresAuditor) MissingTickets(ctx context.Context, eventID boxoffice.
 	err := a.pool.QueryRow(ctx, `
 		SELECT count(*) FROM bookings b
 		WHERE b.event_id = $1 AND b.status = 'confirmed'
-		  AND (SELECT count(*) FROM tickets t WHERE t.booking_id = b.id AND t.status = 'valid')
-		    < (SELECT count(*) FROM booking_seats s WHERE s.booking_id = b.id)`, int64(eventID)).Scan(&n)
+		  AND (SELECT count(*) FROM tickets t WHERE t.event_id = b.event_id AND t.booking_id = b.id AND t.status = 'valid')
+		    < (SELECT count(*) FROM booking_seats s WHERE s.event_id = b.event_id AND s.booking_id = b.id)`, int64(eventID)).Scan(&n)
 	return n, err
 }
 

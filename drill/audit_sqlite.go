@@ -61,7 +61,7 @@ func (a *SQLiteAuditor) DoubleHeld(ctx context.Context, eventID boxoffice.ID) (i
 			                     WHEN 'cancelled' THEN b.updated_at
 			                     ELSE b.held_until END AS until
 			FROM booking_seats s JOIN bookings b ON b.id = s.booking_id
-			WHERE s.event_id = ? AND b.status <> 'failed')
+			WHERE s.event_id = ?)
 		SELECT count(DISTINCT x.seat_id)
 		FROM claims x JOIN claims y ON y.seat_id = x.seat_id AND y.id > x.id
 		WHERE x.since < y.until AND y.since < x.until`, eventID).Scan(&n)

@@ -25,7 +25,7 @@ const userSeatsSQL = `
 	SELECT (SELECT count(*) FROM tickets t
 	        WHERE t.user_id = $2 AND t.event_id = $1 AND t.status = 'valid')
 	     + (SELECT count(*)
-	        FROM bookings o JOIN booking_seats s ON s.booking_id = o.id
+	        FROM bookings o JOIN booking_seats s ON s.event_id = o.event_id AND s.booking_id = o.id
 	        WHERE o.event_id = $1 AND o.user_id = $2 AND o.status = 'pending'
 	          AND o.held_until - $3::timestamptz > interval '0')`
 
@@ -128,7 +128,7 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		defer br.Close()
 
 		if _, err := br.Exec(); err != nil {
-			if pgCode(err) == codeForeignKeyViolation {
+			if pgCode(err) == codeForeignKeyViolation || noPartition(err) {
 				return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %s not found", b.EventID)
 			}
 			return err
@@ -185,8 +185,8 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 			writes.Queue(`
 				UPDATE waitlist_entries
 				SET status = 'offered', booking_id = $2, offers = offers + 1, updated_at = $3
-				WHERE id = $1`,
-				int64(b.WaitlistEntryID), int64(b.ID), now)
+				WHERE event_id = $4 AND id = $1`,
+				int64(b.WaitlistEntryID), int64(b.ID), now, eventID)
 		}
 		// The event reports the booking as written: pending, its times at
 		// millisecond precision.
@@ -254,7 +254,7 @@ func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Bookin
 	// a moment later than the booking row: voided by a resale or a
 	// cancellation that committed in between).
 	if b.Status == boxoffice.BookingConfirmed || b.Status == boxoffice.BookingCancelled {
-		if b.Tickets, err = bookingTickets(ctx, s.pool, b.ID); err != nil {
+		if b.Tickets, err = bookingTickets(ctx, s.pool, b); err != nil {
 			return nil, translate(err)
 		}
 	}
@@ -296,7 +296,7 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		if plan.AlreadyConfirmed {
 			// A retry, or a second payment the caller must void: either
 			// way nothing is written.
-			b.Tickets, err = bookingTickets(ctx, tx, b.ID)
+			b.Tickets, err = bookingTickets(ctx, tx, b)
 			out = b
 			return err
 		}
@@ -317,7 +317,7 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			FROM booking_seats s
 			WHERE s.event_id = $1 AND s.seat_id = ANY($2) AND s.booking_id <> $3
 			  AND (SELECT o.status = 'pending' AND o.held_until > $4 AND o.fence > $5
-			       FROM bookings o WHERE o.id = s.booking_id)
+			       FROM bookings o WHERE o.event_id = s.event_id AND o.id = s.booking_id)
 			ORDER BY s.seat_id`,
 			int64(b.EventID), b.SeatIDs, int64(b.ID), now, b.Fence)
 		if err != nil {
@@ -352,7 +352,8 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		if listing != nil {
 			// First: the seller's ticket stops being valid before the
 			// buyer's is inserted for the same seat.
-			batch.Queue(`UPDATE tickets SET status = 'void', void_reason = 'resold' WHERE id = $1`, int64(listing.TicketID))
+			batch.Queue(`UPDATE tickets SET status = 'void', void_reason = 'resold' WHERE event_id = $2 AND id = $1`,
+				int64(listing.TicketID), int64(b.EventID))
 		}
 		batch.Queue(`
 			INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
@@ -363,14 +364,14 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			RETURNING seat_id`,
 			ids, seats, codes, int64(b.EventID), int64(b.ID), b.UserID, now)
 		batch.Queue(`
-			INSERT INTO payments (booking_id, auth_id, amount_cents, status, created_at)
-			VALUES ($1, $2, $3, 'authorized', $4)`,
-			int64(payment.BookingID), payment.AuthID, payment.AmountCents, ts(payment.CreatedAt))
+			INSERT INTO payments (event_id, booking_id, auth_id, amount_cents, status, created_at)
+			VALUES ($5, $1, $2, $3, 'authorized', $4)`,
+			int64(payment.BookingID), payment.AuthID, payment.AmountCents, ts(payment.CreatedAt), int64(b.EventID))
 		batch.Queue(`
 			UPDATE bookings
 			SET status = 'confirmed', confirmation_code = $2, payment_auth_id = $3, updated_at = $4
-			WHERE id = $1`,
-			int64(b.ID), c.Code, payment.AuthID, now)
+			WHERE event_id = $5 AND id = $1`,
+			int64(b.ID), c.Code, payment.AuthID, now, int64(b.EventID))
 		// b becomes the booking as written; it is returned only if all of
 		// this commits.
 		b.Status = boxoffice.BookingConfirmed
@@ -389,8 +390,8 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			// meanwhile): they paid, the seats are theirs.
 			batch.Queue(`
 				UPDATE waitlist_entries SET status = 'fulfilled', updated_at = $3
-				WHERE id = $1 AND booking_id = $2`,
-				int64(b.WaitlistEntryID), int64(b.ID), now)
+				WHERE event_id = $4 AND id = $1 AND booking_id = $2`,
+				int64(b.WaitlistEntryID), int64(b.ID), now, int64(b.EventID))
 		}
 		if c.Idempotency != nil {
 			queueIdempotency(batch, c.Idempotency)
@@ -490,8 +491,8 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		}
 		b.Status, b.UpdatedAt = to, ts(now)
 		batch := &pgx.Batch{}
-		batch.Queue(`UPDATE bookings SET status = $2, updated_at = $3 WHERE id = $1`,
-			int64(id), string(to), b.UpdatedAt)
+		batch.Queue(`UPDATE bookings SET status = $2, updated_at = $3 WHERE event_id = $4 AND id = $1`,
+			int64(id), string(to), b.UpdatedAt, int64(b.EventID))
 		if err := queueEvent(batch, releaseTopic(to), b, b.UpdatedAt); err != nil {
 			return err
 		}
@@ -541,8 +542,8 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 	err := s.transact(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			UPDATE bookings b SET status = 'expired', updated_at = $1
-			WHERE b.id IN (
-			    SELECT id FROM bookings
+			WHERE (b.event_id, b.id) IN (
+			    SELECT event_id, id FROM bookings
 			    WHERE status = 'pending' AND held_until <= $1
 			    ORDER BY held_until, id
 			    LIMIT $2
@@ -593,7 +594,7 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 const bookingColumns = `b.id, b.event_id, b.user_id, b.status, b.fence, b.amount_cents,
 	b.held_until, b.created_at, b.updated_at, b.confirmation_code, b.payment_auth_id,
 	coalesce(b.listing_id, 0), coalesce(b.waitlist_entry_id, 0),
-	ARRAY(SELECT s.seat_id FROM booking_seats s WHERE s.booking_id = b.id ORDER BY s.position)`
+	ARRAY(SELECT s.seat_id FROM booking_seats s WHERE s.event_id = b.event_id AND s.booking_id = b.id ORDER BY s.position)`
 
 func scanBooking(row pgx.Row) (*boxoffice.Booking, error) {
 	var (
@@ -615,12 +616,13 @@ func scanBooking(row pgx.Row) (*boxoffice.Booking, error) {
 
 // bookingTickets returns a booking's tickets, valid and void, in the order
 // of its seats.
-func bookingTickets(ctx context.Context, q querier, bookingID boxoffice.ID) ([]boxoffice.Ticket, error) {
+func bookingTickets(ctx context.Context, q querier, b *boxoffice.Booking) ([]boxoffice.Ticket, error) {
 	rows, err := q.Query(ctx, `
 		SELECT `+ticketColumns+`
-		FROM tickets t JOIN booking_seats bs ON bs.booking_id = t.booking_id AND bs.seat_id = t.seat_id
-		WHERE t.booking_id = $1
-		ORDER BY bs.position, t.id`, int64(bookingID))
+		FROM tickets t JOIN booking_seats bs
+		  ON bs.event_id = t.event_id AND bs.booking_id = t.booking_id AND bs.seat_id = t.seat_id
+		WHERE t.event_id = $2 AND t.booking_id = $1
+		ORDER BY bs.position, t.id`, int64(b.ID), int64(b.EventID))
 	return collectTickets(rows, err)
 }
 

@@ -124,7 +124,7 @@ const (
 		       (SELECT count(*) FROM tickets t
 		        WHERE t.user_id = x.u AND t.event_id = x.e AND t.status = 'valid')
 		     + (SELECT count(*)
-		        FROM bookings o JOIN booking_seats s ON s.booking_id = o.id
+		        FROM bookings o JOIN booking_seats s ON s.event_id = o.event_id AND s.booking_id = o.id
 		        WHERE o.event_id = x.e AND o.user_id = x.u AND o.status = 'pending'
 		          AND o.held_until - x.now > interval '0')
 		FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS x(e, u, now, ord)`
@@ -134,8 +134,8 @@ const (
 		CROSS JOIN LATERAL (SELECT 1 FROM idempotency_keys i WHERE i.user_id = x.u AND i.key = x.k LIMIT 1) known`
 	knownBookingsSQL = `
 		SELECT x.ord
-		FROM unnest($1::bigint[]) WITH ORDINALITY AS x(id, ord)
-		CROSS JOIN LATERAL (SELECT 1 FROM bookings b WHERE b.id = x.id LIMIT 1) known`
+		FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS x(id, e, ord)
+		CROSS JOIN LATERAL (SELECT 1 FROM bookings b WHERE b.event_id = x.e AND b.id = x.id LIMIT 1) known`
 	// seatFactsSQL says for each (event, seat) asked whether it has a valid
 	// ticket and whether the event has such a seat at all.
 	seatFactsSQL = `
@@ -155,7 +155,7 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 	var (
 		keyUsers, keys []string
 		keyOf          = make([]int, len(nbs)) // booking -> ordinal in keys, -1 for none
-		ids            = make([]int64, 0, len(nbs))
+		ids, idEvents  = make([]int64, 0, len(nbs)), make([]int64, 0, len(nbs))
 		seatEvents     []int64
 		seatIDs        []string
 		seatOf         = make([]int, len(nbs)) // booking -> its first seat's ordinal
@@ -171,7 +171,7 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 			keyOf[i] = len(keys)
 			keyUsers, keys = append(keyUsers, nb.Idempotency.UserID), append(keys, nb.Idempotency.Key)
 		}
-		ids = append(ids, int64(b.ID))
+		ids, idEvents = append(ids, int64(b.ID)), append(idEvents, int64(b.EventID))
 		seatOf[i] = len(seatIDs)
 		for _, seat := range b.SeatIDs {
 			seatEvents, seatIDs = append(seatEvents, int64(b.EventID)), append(seatIDs, seat)
@@ -214,7 +214,7 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 	reads.Queue(lockEventUsersSQL, pairEvents, pairUsers)
 	reads.Queue(usersSeatsSQL, countEvents, countUsers, countNows)
 	reads.Queue(knownKeysSQL, keyUsers, keys)
-	reads.Queue(knownBookingsSQL, ids)
+	reads.Queue(knownBookingsSQL, ids, idEvents)
 	reads.Queue(seatFactsSQL, seatEvents, seatIDs)
 	br := tx.SendBatch(ctx, reads)
 	defer br.Close()

@@ -35,7 +35,7 @@ func (s *Store) CancelBooking(ctx context.Context, c boxoffice.CancelBooking) (*
 		}
 		switch b.Status {
 		case boxoffice.BookingCancelled:
-			b.Tickets, err = bookingTickets(ctx, tx, b.ID)
+			b.Tickets, err = bookingTickets(ctx, tx, b)
 			out = b
 			return err
 		case boxoffice.BookingConfirmed:
@@ -49,13 +49,13 @@ func (s *Store) CancelBooking(ctx context.Context, c boxoffice.CancelBooking) (*
 		checks := &pgx.Batch{}
 		checks.Queue(`
 			SELECT id, status, checked_in_at IS NOT NULL
-			FROM tickets WHERE booking_id = $1
+			FROM tickets WHERE event_id = $2 AND booking_id = $1
 			ORDER BY id
-			FOR UPDATE`, int64(b.ID))
+			FOR UPDATE`, int64(b.ID), int64(b.EventID))
 		checks.Queue(`
 			SELECT EXISTS (
-			    SELECT 1 FROM tickets t JOIN listings l ON l.ticket_id = t.id
-			    WHERE t.booking_id = $1 AND l.status = 'active')`, int64(b.ID))
+			    SELECT 1 FROM tickets t JOIN listings l ON l.event_id = t.event_id AND l.ticket_id = t.id
+			    WHERE t.event_id = $2 AND t.booking_id = $1 AND l.status = 'active')`, int64(b.ID), int64(b.EventID))
 		br := tx.SendBatch(ctx, checks)
 		defer br.Close()
 		var (
@@ -91,9 +91,10 @@ func (s *Store) CancelBooking(ctx context.Context, c boxoffice.CancelBooking) (*
 
 		b.Status, b.UpdatedAt = boxoffice.BookingCancelled, now
 		batch := &pgx.Batch{}
-		batch.Queue(`UPDATE tickets SET status = 'void', void_reason = 'cancelled' WHERE booking_id = $1 AND status = 'valid'`, int64(b.ID))
-		batch.Queue(`UPDATE payments SET status = 'refund_pending' WHERE booking_id = $1 AND status IN ('authorized', 'captured')`, int64(b.ID))
-		batch.Queue(`UPDATE bookings SET status = 'cancelled', updated_at = $2 WHERE id = $1`, int64(b.ID), now)
+		ev := int64(b.EventID)
+		batch.Queue(`UPDATE tickets SET status = 'void', void_reason = 'cancelled' WHERE event_id = $2 AND booking_id = $1 AND status = 'valid'`, int64(b.ID), ev)
+		batch.Queue(`UPDATE payments SET status = 'refund_pending' WHERE event_id = $2 AND booking_id = $1 AND status IN ('authorized', 'captured')`, int64(b.ID), ev)
+		batch.Queue(`UPDATE bookings SET status = 'cancelled', updated_at = $2 WHERE event_id = $3 AND id = $1`, int64(b.ID), now, ev)
 		if err := queueEvent(batch, boxoffice.TopicBookingCancelled, b, now); err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func (s *Store) CancelBooking(ctx context.Context, c boxoffice.CancelBooking) (*
 		if err := wr.Close(); err != nil {
 			return err
 		}
-		if b.Tickets, err = bookingTickets(ctx, tx, b.ID); err != nil {
+		if b.Tickets, err = bookingTickets(ctx, tx, b); err != nil {
 			return err
 		}
 		out = b

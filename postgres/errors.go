@@ -40,6 +40,14 @@ func pgCode(err error) string {
 	return ""
 }
 
+// noPartition reports whether err is a row for which no partition exists:
+// an event id outside every partition, so an unknown event (a check
+// violation naming no constraint).
+func noPartition(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == codeCheckViolation && pe.ConstraintName == ""
+}
+
 // retryable reports whether a transaction that failed with err may be run
 // again from the start and succeed.
 func retryable(err error) bool {

@@ -28,6 +28,9 @@ func (s *Store) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 	if err := checkDrawSeed(e); err != nil {
 		return err
 	}
+	if err := s.ensurePartition(ctx, e.ID); err != nil {
+		return err
+	}
 	seats := e.Seats()
 	return s.transact(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
@@ -96,7 +99,8 @@ func (s *Store) Event(ctx context.Context, id boxoffice.ID) (*boxoffice.Event, e
 	return events[0], nil
 }
 
-// Events lists events newest first (by ID, which grows with time), at most
+// Events lists events by show start, latest first (by ID: an event id's
+// time part is its show's start, see sale.Catalog.CreateEvent), at most
 // f.Limit of them (default 50, at most 500), starting below f.Before when
 // it is set.
 func (s *Store) Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffice.Event, error) {

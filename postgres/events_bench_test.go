@@ -44,14 +44,16 @@ func BenchmarkEventsGrow(b *testing.B) {
 }
 
 // eventsAround creates n-1 events of 5,000 seats, a tenth of each sold by
-// bulk SQL, then the event the benchmark runs on, and returns it.
+// bulk SQL, their shows spread over 24 months (so 24 partitions, besides
+// the legacy one: the lookups by id alone probe every one), then the event
+// the benchmark runs on, and returns it.
 func eventsAround(b *testing.B, s *postgres.Store, n int) *boxoffice.Event {
 	b.Helper()
 	ctx := context.Background()
 	start := time.Now()
 	ids := make([]int64, 0, n-1)
-	for range n - 1 {
-		ids = append(ids, int64(createEvent(b, s, 50, 100, 8).ID))
+	for i := range n - 1 {
+		ids = append(ids, int64(createEventShowing(b, s, showMonth(i%24), 50, 100, 8).ID))
 	}
 	if len(ids) > 0 {
 		// One booking per sold seat: the first ten seats of every row.
@@ -69,8 +71,8 @@ func eventsAround(b *testing.B, s *postgres.Store, n int) *boxoffice.Event {
 			INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
 			SELECT bs.booking_id + 1000000000, bs.event_id, bs.booking_id, bs.seat_id, 'bg', 'T' || bs.booking_id, 'valid', $2
 			FROM booking_seats bs WHERE bs.event_id = ANY($1)`, []any{ids, t0}}, {`
-			INSERT INTO payments (booking_id, auth_id, amount_cents, status, created_at)
-			SELECT id, 'auth-' || id, 5000, 'captured', $2 FROM bookings WHERE event_id = ANY($1)`, []any{ids, t0}},
+			INSERT INTO payments (event_id, booking_id, auth_id, amount_cents, status, created_at)
+			SELECT event_id, id, 'auth-' || id, 5000, 'captured', $2 FROM bookings WHERE event_id = ANY($1)`, []any{ids, t0}},
 			{`ANALYZE`, nil},
 		} {
 			if _, err := s.Pool().Exec(ctx, st.q, st.args...); err != nil {
@@ -79,8 +81,11 @@ func eventsAround(b *testing.B, s *postgres.Store, n int) *boxoffice.Event {
 		}
 	}
 	b.Logf("%d events around the one measured, set up in %s", n-1, time.Since(start).Round(time.Second))
-	return createEvent(b, s, 50, 100, 8)
+	return createEventShowing(b, s, showMonth(5), 50, 100, 8)
 }
+
+// showMonth is a show time in the i-th month from January 2031.
+func showMonth(i int) time.Time { return time.Date(2031, time.Month(1+i), 15, 20, 0, 0, 0, time.UTC) }
 
 // benchReserveOf books b.N bookings of two seats of e, each with its
 // idempotency record, as a direct reserve does.

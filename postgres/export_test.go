@@ -12,6 +12,7 @@ import (
 var (
 	Translate   = translate
 	Backoff     = backoff
+	MigrateTo   = migrateTo
 	MaxAttempts = maxAttempts
 	// UserSeatsSQL is the per-user limit's count, for the plan tests.
 	UserSeatsSQL = userSeatsSQL

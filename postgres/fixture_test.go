@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/postgres"
+	"github.com/boxoffice/boxoffice/snowflake"
 )
 
 // t0 is the tests' "now": every time they write is derived from it.
@@ -23,9 +24,21 @@ func newID() boxoffice.ID { return boxoffice.ID(lastID.Add(1)) }
 // the given ticket limit.
 func createEvent(tb testing.TB, s *postgres.Store, rows, perRow, limit int) *boxoffice.Event {
 	tb.Helper()
+	return createEventWithID(tb, s, newID(), t0.Add(30*24*time.Hour), rows, perRow, limit)
+}
+
+// createEventShowing is createEvent with an id of a show at the time given,
+// as sale.Catalog makes them: its rows go to that month's partition.
+func createEventShowing(tb testing.TB, s *postgres.Store, show time.Time, rows, perRow, limit int) *boxoffice.Event {
+	tb.Helper()
+	return createEventWithID(tb, s, snowflake.OnDay(newID(), show), show, rows, perRow, limit)
+}
+
+func createEventWithID(tb testing.TB, s *postgres.Store, id boxoffice.ID, startsAt time.Time, rows, perRow, limit int) *boxoffice.Event {
+	tb.Helper()
 	e := &boxoffice.Event{
-		ID: newID(), Name: "Flash sale", Venue: "Arena",
-		StartsAt: t0.Add(30 * 24 * time.Hour), SaleOpensAt: t0.Add(-time.Hour),
+		ID: id, Name: "Flash sale", Venue: "Arena",
+		StartsAt: startsAt, SaleOpensAt: t0.Add(-time.Hour),
 		SaleMode: boxoffice.SaleDirect, TicketLimit: limit, CreatedAt: t0,
 		Sections: []boxoffice.Section{{Name: "A", PriceTier: "std", PriceCents: 5000, Rows: rows, SeatsPerRow: perRow}},
 	}

@@ -160,6 +160,11 @@ func (h *Holds) acquire(ctx context.Context, reqs []boxoffice.HoldRequest) ([]bo
 		}
 		return err
 	})
+	if noPartition(err) {
+		// An event outside every partition: unknown, or archived. The
+		// use cases hold seats only of events they found.
+		err = boxoffice.Errorf(boxoffice.ENOTFOUND, "no such event: seats of an unknown or archived event cannot be held")
+	}
 	for k, i := range sent {
 		req := reqs[i]
 		switch {

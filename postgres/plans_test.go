@@ -60,7 +60,7 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 			[]any{[]int64{int64(ev.ID), int64(ev.ID)}, []string{"me", "new"}, []time.Time{t0, t0}}, 14},
 		{"batch: known keys", postgres.KnownKeysSQL, []any{[]string{"me", "new"}, []string{"k1", "k2"}}, 4},
 		{"batch: idempotency records", postgres.IdempotenciesSQL, []any{[]string{"me", "new"}, []string{"k1", "k2"}}, 6},
-		{"batch: known bookings", postgres.KnownBookingsSQL, []any{[]int64{1000000001, 42}}, 4},
+		{"batch: known bookings", postgres.KnownBookingsSQL, []any{[]int64{1000000001, 42}, []int64{int64(ev.ID), int64(ev.ID)}}, 4},
 		{"batch: seat facts", postgres.SeatFactsSQL,
 			[]any{[]int64{int64(ev.ID), int64(ev.ID), int64(ev.ID), int64(ev.ID)}, []string{seat(3), seat(4), seat(50), seat(99)}}, 16},
 	}

@@ -44,6 +44,8 @@ type Store struct {
 	// reads concurrent Idempotency look-ups in one statement.
 	bookings    *combine.Combiner[boxoffice.NewBooking, error]
 	idempotency *combine.Combiner[idemKey, *boxoffice.IdempotencyRecord]
+	// parts are the month partitions this process knows exist.
+	parts partitions
 	// Now is the clock for the few writes whose time the port does not pass
 	// in (MarkCaptured). Open sets it to time.Now.
 	Now func() time.Time

@@ -39,7 +39,10 @@ func (s *Store) CreateListing(ctx context.Context, l *boxoffice.Listing, idem *b
 		if idem != nil {
 			queueIdempotency(checks, idem)
 		}
-		checks.Queue(`SELECT EXISTS (SELECT 1 FROM listings WHERE ticket_id = $1 AND status = 'active')`, int64(l.TicketID))
+		checks.Queue(`
+			SELECT EXISTS (
+			    SELECT 1 FROM tickets t JOIN listings l ON l.event_id = t.event_id AND l.ticket_id = t.id
+			    WHERE t.id = $1 AND l.status = 'active')`, int64(l.TicketID))
 		br := tx.SendBatch(ctx, checks)
 		defer br.Close()
 
@@ -150,8 +153,8 @@ func (s *Store) WithdrawListing(ctx context.Context, id boxoffice.ID, sellerID s
 		batch.Queue(`SELECT `+listingColumns+` FROM listings l WHERE l.id = $1 FOR UPDATE`, int64(id))
 		batch.Queue(`
 			SELECT EXISTS (
-			    SELECT 1 FROM bookings
-			    WHERE listing_id = $1 AND status = 'pending' AND held_until > $2)`, int64(id), now)
+			    SELECT 1 FROM listings l JOIN bookings b ON b.event_id = l.event_id AND b.listing_id = l.id
+			    WHERE l.id = $1 AND b.status = 'pending' AND b.held_until > $2)`, int64(id), now)
 		br := tx.SendBatch(ctx, batch)
 		defer br.Close()
 		l, err := scanListing(br.QueryRow())
@@ -177,7 +180,8 @@ func (s *Store) WithdrawListing(ctx context.Context, id boxoffice.ID, sellerID s
 		if err := br.Close(); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE listings SET status = 'withdrawn', updated_at = $2 WHERE id = $1`, int64(id), now); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE listings SET status = 'withdrawn', updated_at = $2 WHERE event_id = $3 AND id = $1`,
+			int64(id), now, int64(l.EventID)); err != nil {
 			return err
 		}
 		l.Status, l.UpdatedAt = boxoffice.ListingWithdrawn, now
@@ -228,8 +232,8 @@ func purchaseChecks(batch *pgx.Batch, b *boxoffice.Booking) func(pgx.BatchResult
 	batch.Queue(`
 		SELECT EXISTS (
 		    SELECT 1 FROM bookings
-		    WHERE listing_id = $1 AND status = 'pending' AND held_until > $2 AND id <> $3)`,
-		int64(b.ListingID), ts(b.CreatedAt), int64(b.ID))
+		    WHERE event_id = $4 AND listing_id = $1 AND status = 'pending' AND held_until > $2 AND id <> $3)`,
+		int64(b.ListingID), ts(b.CreatedAt), int64(b.ID), int64(b.EventID))
 	return func(br pgx.BatchResults) error {
 		var (
 			eventID              int64
@@ -272,9 +276,10 @@ func lockResale(ctx context.Context, tx pgx.Tx, b *boxoffice.Booking) (*boxoffic
 	batch.Queue(`
 		SELECT t.status, t.checked_in_at IS NOT NULL
 		FROM tickets t
-		WHERE t.id = (SELECT ticket_id FROM listings WHERE id = $1)
-		FOR UPDATE`, int64(b.ListingID))
-	batch.Queue(`SELECT `+listingColumns+` FROM listings l WHERE l.id = $1 FOR UPDATE`, int64(b.ListingID))
+		WHERE t.event_id = $2 AND t.id = (SELECT ticket_id FROM listings WHERE event_id = $2 AND id = $1)
+		FOR UPDATE`, int64(b.ListingID), int64(b.EventID))
+	batch.Queue(`SELECT `+listingColumns+` FROM listings l WHERE l.event_id = $2 AND l.id = $1 FOR UPDATE`,
+		int64(b.ListingID), int64(b.EventID))
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
 	var (
@@ -321,12 +326,12 @@ func queueResale(batch *pgx.Batch, l *boxoffice.Listing, b *boxoffice.Booking, b
 	if err != nil {
 		return nil, err
 	}
-	batch.Queue(`UPDATE listings SET status = 'sold', buyer_booking_id = $2, updated_at = $3 WHERE id = $1`,
-		int64(l.ID), int64(b.ID), now)
+	batch.Queue(`UPDATE listings SET status = 'sold', buyer_booking_id = $2, updated_at = $3 WHERE event_id = $4 AND id = $1`,
+		int64(l.ID), int64(b.ID), now, int64(l.EventID))
 	batch.Queue(`
-		INSERT INTO payouts (listing_id, seller_id, amount_cents, status, created_at)
-		VALUES ($1, $2, $3, 'pending', $4)`,
-		int64(l.ID), l.SellerID, l.PriceCents, now)
+		INSERT INTO payouts (event_id, listing_id, seller_id, amount_cents, status, created_at)
+		VALUES ($5, $1, $2, $3, 'pending', $4)`,
+		int64(l.ID), l.SellerID, l.PriceCents, now, int64(l.EventID))
 	batch.Queue(insertEvent, ev.ID, ev.Topic, ev.Key, string(ev.Payload), ts(ev.CreatedAt))
 	return func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil { // the listing

@@ -62,9 +62,10 @@ func (s *Store) CheckIn(ctx context.Context, eventID boxoffice.ID, code string, 
 			return boxoffice.Errorf(boxoffice.ECHECKEDIN, "ticket %s was checked in at %s", t.ID, t.CheckedInAt.Format(time.RFC3339Nano))
 		}
 		batch := &pgx.Batch{}
-		batch.Queue(`UPDATE tickets SET checked_in_at = $2 WHERE id = $1`, int64(t.ID), now)
+		batch.Queue(`UPDATE tickets SET checked_in_at = $2 WHERE event_id = $3 AND id = $1`, int64(t.ID), now, int64(t.EventID))
 		// A ticket that was used cannot be sold.
-		batch.Queue(`UPDATE listings SET status = 'void', updated_at = $2 WHERE ticket_id = $1 AND status = 'active'`, int64(t.ID), now)
+		batch.Queue(`UPDATE listings SET status = 'void', updated_at = $2 WHERE event_id = $3 AND ticket_id = $1 AND status = 'active'`,
+			int64(t.ID), now, int64(t.EventID))
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
 		}
@@ -82,7 +83,7 @@ func (s *Store) CheckIn(ctx context.Context, eventID boxoffice.ID, code string, 
 // if none).
 const ticketColumns = `t.id, t.event_id, t.booking_id, t.seat_id, t.user_id, t.code, t.status, t.issued_at,
 	t.void_reason, t.checked_in_at,
-	coalesce((SELECT l.id FROM listings l WHERE l.ticket_id = t.id AND l.status = 'active'), 0)`
+	coalesce((SELECT l.id FROM listings l WHERE l.event_id = t.event_id AND l.ticket_id = t.id AND l.status = 'active'), 0)`
 
 func scanTicket(row pgx.Row) (*boxoffice.Ticket, error) {
 	var (

@@ -95,7 +95,8 @@ func (s *Store) LeaveWaitlist(ctx context.Context, id boxoffice.ID, now time.Tim
 			return entryErr(err, id)
 		}
 		if w.Status.Live() {
-			if _, err := tx.Exec(ctx, `UPDATE waitlist_entries SET status = 'left', updated_at = $2 WHERE id = $1`, int64(id), now); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE waitlist_entries SET status = 'left', updated_at = $2 WHERE event_id = $3 AND id = $1`,
+				int64(id), now, int64(w.EventID)); err != nil {
 				return err
 			}
 			w.Status, w.UpdatedAt = boxoffice.WaitlistLeft, now
@@ -219,8 +220,8 @@ func queueEnded(batch *pgx.Batch, b *boxoffice.Booking) func(pgx.BatchResults) e
 	if b.WaitlistEntryID != 0 {
 		batch.Queue(`
 			UPDATE waitlist_entries SET status = 'lapsed', updated_at = $3
-			WHERE id = $1 AND status = 'offered' AND booking_id = $2`,
-			int64(b.WaitlistEntryID), int64(b.ID), b.UpdatedAt)
+			WHERE event_id = $4 AND id = $1 AND status = 'offered' AND booking_id = $2`,
+			int64(b.WaitlistEntryID), int64(b.ID), b.UpdatedAt, int64(b.EventID))
 	}
 	return func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil { // the return
