@@ -9,6 +9,7 @@
 //	boxoffice drill    replay a flash sale's peak and audit the store
 //	boxoffice steady   run many events' steady state for minutes and audit the store
 //	boxoffice verify-draw  check a queued event's pre-queue draw
+//	boxoffice archive  move the partitions of past shows to files, or restore one
 //
 // Run "boxoffice <command> --help" for the flags of each.
 package main
@@ -54,6 +55,10 @@ Usage:
                                        minutes (latency and memory over time), audit the store
   boxoffice verify-draw [--request ID] URL  check a queued event's pre-queue draw from what
                                        the server published (URL: .../events/ID)
+  boxoffice archive --postgres URL --before YYYY-MM-DD --to DIR [--dry-run]
+                                       move the month partitions of shows before a day
+                                       to files (CSV + manifest), then drop them
+  boxoffice archive restore --postgres URL --from DIR/<partition>  restore one
 
 Run "boxoffice serve --help" for the server flags and their environment variables.`
 
@@ -83,6 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runSteady(ctx, args[1:], getenv, stdout, stderr)
 	case "verify-draw":
 		return verifyDraw(ctx, args[1:], getenv, stdout, stderr)
+	case "archive":
+		return archive(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, topUsage)
 		return nil
