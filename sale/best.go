@@ -17,7 +17,7 @@ import (
 // for all who ask at the same time). Best available picks its candidates
 // from it, and the lock layer decides.
 type Availability interface {
-	Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) ([]string, error)
+	Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) (layout.Statuses, error)
 }
 
 // freshMap is how old a seat map best available accepts when the cached
@@ -89,7 +89,7 @@ func (s *Bookings) holdBest(ctx context.Context, l *layout.Layout, best *boxoffi
 // best wants that look free in the seat map (fresh: one at most freshMap
 // old); without one, in the store and the lock layer.
 func (s *Bookings) freeSeats(ctx context.Context, l *layout.Layout, best *boxoffice.BestAvailable, fresh bool) ([]int, error) {
-	var statuses []string
+	var statuses layout.Statuses
 	if s.avail != nil {
 		maxAge := time.Duration(0)
 		if fresh {
@@ -109,7 +109,7 @@ func (s *Bookings) freeSeats(ctx context.Context, l *layout.Layout, best *boxoff
 		i := sec.First
 		for r := 1; r <= sec.Rows; r++ {
 			for n := 1; n <= sec.SeatsPerRow; n, i = n+1, i+1 {
-				if statuses != nil && statuses[i] != "available" {
+				if statuses != nil && statuses[i] != layout.Available {
 					continue
 				}
 				if probe.Features = sec.SeatFeatures(r, n); probe.Features != nil && !best.Wants(probe) {

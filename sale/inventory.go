@@ -118,7 +118,7 @@ func (s *core) inventory(ctx context.Context, l *layout.Layout) (*inventory, err
 	for _, sec := range l.Sections() {
 		free := 0
 		for _, st := range statuses[sec.First : sec.First+sec.Len()] {
-			if st == "available" {
+			if st == layout.Available {
 				free++
 			}
 		}

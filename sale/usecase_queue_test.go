@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // queuedEvent creates an event that sells through the queue, open now.
@@ -273,14 +274,14 @@ func TestRunWorkerDrainsTheLog(t *testing.T) {
 // soldMap is a seat map on which every seat is sold.
 type soldMap struct{ h *harness }
 
-func (m soldMap) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) ([]string, error) {
+func (m soldMap) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) (layout.Statuses, error) {
 	l, err := m.h.svc.Layout(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, l.Len())
+	out := make(layout.Statuses, l.Len())
 	for i := range out {
-		out[i] = "sold"
+		out[i] = layout.Sold
 	}
 	return out, nil
 }

@@ -30,19 +30,14 @@ import (
 	"github.com/boxoffice/boxoffice/layout"
 )
 
-// Seat statuses.
+// Seat statuses: a byte each in a snapshot (the compact view's letter),
+// their String in the full map.
 const (
-	Available = "available"
-	Held      = "held"
-	Sold      = "sold"
+	Available = layout.Available
+	Held      = layout.Held
+	Sold      = layout.Sold
 	// Resale: sold, and on the resale market (GET /events/{id}/listings).
-	Resale = "resale"
-)
-
-// status codes in the compact view: one letter per seat.
-var (
-	statusLetter = map[string]byte{Available: 'a', Held: 'h', Sold: 's', Resale: 'r'}
-	letterStatus = map[byte]string{'a': Available, 'h': Held, 's': Sold, 'r': Resale}
+	Resale = layout.Resale
 )
 
 // Store is the part of the database the seat map reads (boxoffice.Store
@@ -61,8 +56,8 @@ type Layouts interface {
 type Snapshot struct {
 	EventID boxoffice.ID
 	BuiltAt time.Time
-	// Statuses is the status of each seat in layout order.
-	Statuses []string
+	// Statuses is the status of each seat in layout order, a byte each.
+	Statuses layout.Statuses
 	// JSON and Gzip are the full map; ETag is over JSON.
 	JSON, Gzip []byte
 	ETag       string
@@ -181,7 +176,7 @@ func (c *Cache) setMaxBytes() {
 		return
 	}
 	c.entries.SetMaxBytes(c.maxBytes/4*3, (*Snapshot).Bytes)
-	c.counted.SetMaxBytes(c.maxBytes/4, func(k *counted) int64 { return statusesBytes(k.statuses) })
+	c.counted.SetMaxBytes(c.maxBytes/4, func(k *counted) int64 { return int64(len(k.statuses)) + 64 })
 }
 
 // Bytes is what the cache keeps in snapshots and fresh reads of statuses.
@@ -192,13 +187,10 @@ func (c *Cache) Bytes() int64 {
 }
 
 // Bytes is about what s weighs in memory: its bodies, its statuses (a
-// string header each; the strings themselves are shared constants) and
-// what a snapshot always has.
+// byte each) and what a snapshot always has.
 func (s *Snapshot) Bytes() int64 {
-	return int64(len(s.JSON)+len(s.Gzip)+len(s.Compact)+len(s.ETag)+len(s.CompactETag)) + statusesBytes(s.Statuses) + 512
+	return int64(len(s.JSON)+len(s.Gzip)+len(s.Compact)+len(s.ETag)+len(s.CompactETag)+len(s.Statuses)) + 512
 }
-
-func statusesBytes(st []string) int64 { return int64(len(st)) * 16 }
 
 // Events is how many events the cache keeps something for: the most any
 // of its per-event caches holds, never more than the bound.
@@ -250,7 +242,7 @@ func (c *Cache) Get(ctx context.Context, eventID boxoffice.ID) (*Snapshot, error
 // made once however many callers ask at the same time and kept for the
 // next ones. A fresh read renders no map: the snapshot that readers get
 // keeps its own TTL.
-func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) ([]string, error) {
+func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) (layout.Statuses, error) {
 	if maxAge <= 0 {
 		snap, err := c.Get(ctx, eventID)
 		if err != nil {
@@ -280,22 +272,22 @@ func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.
 	if err != nil {
 		return nil, err
 	}
-	return v.([]string), nil
+	return v.(layout.Statuses), nil
 }
 
 // counted is a fresh read of an event's statuses, kept for Statuses.
 type counted struct {
 	at       time.Time
-	statuses []string
+	statuses layout.Statuses
 }
 
 // freshStatuses returns the newest statuses this node has of the event,
 // the snapshot's or a fresh read's, when at most maxAge old; else nil.
-func (c *Cache) freshStatuses(eventID boxoffice.ID, maxAge time.Duration) []string {
+func (c *Cache) freshStatuses(eventID boxoffice.ID, maxAge time.Duration) layout.Statuses {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	var st []string
+	var st layout.Statuses
 	var at time.Time
 	if s, _ := c.entries.Get(eventID); s != nil {
 		st, at = s.Statuses, s.BuiltAt
@@ -504,7 +496,7 @@ func (c *Cache) Build(ctx context.Context, eventID boxoffice.ID) (*Snapshot, err
 			label := boxoffice.RowLabel(row)
 			for n := 1; n <= sec.SeatsPerRow; n, i = n+1, i+1 {
 				st := r.statuses[i]
-				out.Seats[i] = seatJSON{SeatID: r.ids[i], Section: sec.Name, Row: label, Number: n, Status: st, PriceTier: sec.PriceTier, PriceCents: sec.PriceCents}
+				out.Seats[i] = seatJSON{SeatID: r.ids[i], Section: sec.Name, Row: label, Number: n, Status: st.String(), PriceTier: sec.PriceTier, PriceCents: sec.PriceCents}
 				if st == Resale {
 					l := r.listed[r.ids[i]]
 					out.Seats[i].ListingID, out.Seats[i].ResalePriceCents = l.ID, l.PriceCents
@@ -530,7 +522,7 @@ type reading struct {
 	at       time.Time
 	layout   *layout.Layout
 	ids      []string // the seats' ids in layout order
-	statuses []string
+	statuses layout.Statuses
 	counts   map[string]int
 	degraded bool
 	listed   map[string]*boxoffice.Listing
@@ -571,7 +563,7 @@ func (c *Cache) read(ctx context.Context, eventID boxoffice.ID) (*reading, error
 	for i := range listings {
 		listed[listings[i].SeatID] = &listings[i]
 	}
-	r := &reading{at: at, layout: lay, ids: ids, statuses: make([]string, len(ids)), counts: map[string]int{}, degraded: degraded, listed: listed}
+	r := &reading{at: at, layout: lay, ids: ids, statuses: make(layout.Statuses, len(ids)), counts: map[string]int{}, degraded: degraded, listed: listed}
 	for i, id := range ids {
 		st, l := Available, listed[id]
 		switch {
@@ -583,7 +575,7 @@ func (c *Cache) read(ctx context.Context, eventID boxoffice.ID) (*reading, error
 			st = Held
 		}
 		r.statuses[i] = st
-		r.counts[st]++
+		r.counts[st.String()]++
 	}
 	return r, nil
 }
@@ -592,7 +584,7 @@ func (c *Cache) read(ctx context.Context, eventID boxoffice.ID) (*reading, error
 // "counts", "runs"} where runs is "<n><letter>..." over the layout order,
 // letters a (available), h (held), s (sold), r (resale). A fully available
 // 70,000-seat venue is "70000a".
-func compact(eventID boxoffice.ID, statuses []string, counts map[string]int) []byte {
+func compact(eventID boxoffice.ID, statuses layout.Statuses, counts map[string]int) []byte {
 	var runs []byte
 	for i := 0; i < len(statuses); {
 		j := i
@@ -600,7 +592,7 @@ func compact(eventID boxoffice.ID, statuses []string, counts map[string]int) []b
 			j++
 		}
 		runs = strconv.AppendInt(runs, int64(j-i), 10)
-		runs = append(runs, statusLetter[statuses[i]])
+		runs = append(runs, byte(statuses[i]))
 		i = j
 	}
 	b, _ := json.Marshal(struct {

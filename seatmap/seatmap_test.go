@@ -3,6 +3,7 @@ package seatmap
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -131,7 +132,7 @@ func TestStalenessBoundedByTTL(t *testing.T) {
 	cache, f, clk, holds := setup(t)
 	ctx := context.Background()
 	s, _ := cache.Get(ctx, 7)
-	if s.Counts[Available] != 10 {
+	if s.Counts[Available.String()] != 10 {
 		t.Fatalf("counts %v", s.Counts)
 	}
 	if _, err := holds.Acquire(ctx, boxoffice.HoldRequest{EventID: 7, SeatIDs: []string{"A-A-1"}, Owner: 1, TTL: time.Hour}); err != nil {
@@ -147,7 +148,7 @@ func TestStalenessBoundedByTTL(t *testing.T) {
 	// A quiet spell past the TTL, then one read: it sees the change.
 	clk.advance(30 * time.Second)
 	s3, _ := cache.Get(ctx, 7)
-	if s3.Statuses[0] != Held || s3.Statuses[9] != Sold || s3.Counts[Available] != 8 {
+	if s3.Statuses[0] != Held || s3.Statuses[9] != Sold || s3.Counts[Available.String()] != 8 {
 		t.Errorf("after the TTL: statuses %v counts %v", s3.Statuses, s3.Counts)
 	}
 	if s3.ETag == s.ETag || s3.CompactETag == s.CompactETag {
@@ -213,10 +214,10 @@ func TestListedSeatShowsAsResaleUntilABuyerHoldsIt(t *testing.T) {
 	if err := json.Unmarshal(snap.JSON, &m); err != nil {
 		t.Fatal(err)
 	}
-	if s := m.Seats[0]; s.Status != Sold || s.ListingID != 0 {
+	if s := m.Seats[0]; s.Status != "sold" || s.ListingID != 0 {
 		t.Errorf("sold seat: %+v", s)
 	}
-	if s := m.Seats[1]; s.Status != Resale || s.ListingID != 99 || s.ResalePriceCents != 4200 {
+	if s := m.Seats[1]; s.Status != "resale" || s.ListingID != 99 || s.ResalePriceCents != 4200 {
 		t.Errorf("listed seat: %+v, want resale, listing 99 at 4200", s)
 	}
 	var view struct{ Runs string }
@@ -303,4 +304,40 @@ func TestByteBoundKeepsSnapshotsUnderIt(t *testing.T) {
 	if cache.Builds() != builds {
 		t.Error("the event read last was evicted")
 	}
+}
+
+// TestStatusesHeap keeps fresh reads of 200 events of 5,000 seats (best
+// available's and the inventory's view): each costs about its seat count
+// in bytes, a byte a seat, not a string header a seat (80 KB).
+func TestStatusesHeap(t *testing.T) {
+	const events, rows, perRow = 200, 50, 100
+	ev := &boxoffice.Event{ID: 7, Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", Rows: rows, SeatsPerRow: perRow}}}
+	f := &fakeSold{event: ev}
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	cache := New(f, f, inmem.NewHolds(c.now), 10*time.Second, c.now)
+	ctx := context.Background()
+	if _, err := cache.Statuses(ctx, 1, time.Second); err != nil { // warm up the layout
+		t.Fatal(err)
+	}
+	before := heapInUse()
+	for id := range events {
+		if _, err := cache.Statuses(ctx, boxoffice.ID(id+2), time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	per := (heapInUse() - before) / events
+	t.Logf("%d events of %d seats: %d bytes kept per event", events, rows*perRow, per)
+	if per > 2*rows*perRow {
+		t.Errorf("%d bytes kept per event of %d seats, want at most %d (a byte a seat, and some)", per, rows*perRow, 2*rows*perRow)
+	}
+	if n := cache.Events(); n != events+1 {
+		t.Errorf("cache keeps %d events, want %d", n, events+1)
+	}
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
 }

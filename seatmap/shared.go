@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // Shared is a snapshot store every node sees (Redis in production). With
@@ -98,9 +99,9 @@ func decodeSnapshot(b []byte, eventID boxoffice.ID) (*Snapshot, error) {
 	if len(letters) != view.SeatCount {
 		return nil, boxoffice.Errorf(boxoffice.EINVALID, "encoded seat map: %d statuses for %d seats", len(letters), view.SeatCount)
 	}
-	s.Statuses = make([]string, len(letters))
+	s.Statuses = make(layout.Statuses, len(letters))
 	for i, l := range letters {
-		s.Statuses[i] = letterStatus[l]
+		s.Statuses[i] = layout.Status(l) // DecodeRuns let only the four letters through
 	}
 	s.Counts = view.Counts
 	zr, err := gzip.NewReader(bytes.NewReader(s.Gzip))

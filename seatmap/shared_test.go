@@ -40,7 +40,7 @@ func TestEncodedSnapshotRoundTrips(t *testing.T) {
 	}
 	if !bytes.Equal(got.JSON, s.JSON) || got.ETag != s.ETag || got.CompactETag != s.CompactETag ||
 		!got.BuiltAt.Equal(s.BuiltAt) || len(got.Statuses) != 10 || got.Statuses[0] != Held || got.Statuses[9] != Sold ||
-		got.Counts[Held] != 2 || got.Counts[Sold] != 1 {
+		got.Counts[Held.String()] != 2 || got.Counts[Sold.String()] != 1 {
 		t.Errorf("decoded %+v, want the same as built", got)
 	}
 	if _, err := decodeSnapshot(encodeSnapshot(s), 8); err == nil {
