@@ -123,8 +123,9 @@ const (
 		SELECT x.ord,
 		       (SELECT count(*) FROM tickets t
 		        WHERE t.user_id = x.u AND t.event_id = x.e AND t.status = 'valid')
-		     + (SELECT count(*)
-		        FROM bookings o JOIN booking_seats s ON s.event_id = o.event_id AND s.booking_id = o.id
+		     + (SELECT coalesce(sum((SELECT count(*) FROM booking_seats s
+		                                WHERE s.event_id = o.event_id AND s.booking_id = o.id)), 0)::bigint
+		        FROM bookings o
 		        WHERE o.event_id = x.e AND o.user_id = x.u AND o.status = 'pending'
 		          AND o.held_until - x.now > interval '0')
 		FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS x(e, u, now, ord)`

@@ -17,16 +17,18 @@ import (
 // user's, this event's seats), whatever plan the server picks: custom or
 // generic (plan_cache_mode=force_generic_plan, what a prepared statement
 // switches to after five executions), on an empty table and on one full of
-// other users' live holds in this and other events. The check counts the
+// other users' live holds in this and other events, other months'
+// partitions among them. The check counts the
 // rows every scan node of EXPLAIN ANALYZE touched, so it holds for any
 // plan, not one we expect.
 func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
-	ev := createEvent(t, s, 50, 100, 8) // 5,000 seats
+	// Each event in a month of its own: a partition each (0010).
+	ev := createEventShowing(t, s, showMonth(3), 50, 100, 8) // 5,000 seats
 	others := []int64{}
-	for range 3 {
-		others = append(others, int64(createEvent(t, s, 20, 100, 8).ID))
+	for i := range 3 {
+		others = append(others, int64(createEventShowing(t, s, showMonth(i), 20, 100, 8).ID))
 	}
 	// The user's own rows: one pending booking of two seats, one sold seat.
 	createBooking(t, s, ev, "me", 1, seat(1), seat(2))

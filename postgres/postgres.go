@@ -63,6 +63,22 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, &boxoffice.Error{Code: boxoffice.EINVALID, Message: "invalid PostgreSQL URL", Err: err}
 	}
+	// Generic plans and no JIT, unless the URL says otherwise. The event
+	// tables are partitioned by month (0010): a custom plan of a statement
+	// that reads through unnest'd arrays plans every partition each time
+	// (2 ms with 25 months, measured, against 0.09 ms generic), and one
+	// with the event as a parameter prunes at execution start anyway. The hot
+	// statements are written to read only their rows under a generic plan
+	// (TestHotPathsReadOnlyTheirRows).
+	//
+	// And no JIT: a generic plan's estimate over every partition passes
+	// jit_above_cost, and compiling it cost 76 ms a reserve with 25 months
+	// (measured with auto_explain) for statements that run in 0.3 ms.
+	for param, value := range map[string]string{"plan_cache_mode": "force_generic_plan", "jit": "off"} {
+		if _, set := cfg.ConnConfig.RuntimeParams[param]; !set {
+			cfg.ConnConfig.RuntimeParams[param] = value
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, boxoffice.Unavailable("database", err)
