@@ -10,6 +10,8 @@
 //	boxoffice steady   run many events' steady state for minutes and audit the store
 //	boxoffice verify-draw  check a queued event's pre-queue draw
 //	boxoffice archive  move the partitions of past shows to files, or restore one
+//	boxoffice backup   copy the embedded database to a file while it runs
+//	boxoffice restore  put such a copy back (serve stopped)
 //
 // Run "boxoffice <command> --help" for the flags of each.
 package main
@@ -59,6 +61,12 @@ Usage:
                                        move the month partitions of shows before a day
                                        to files (CSV + manifest), then drop them
   boxoffice archive restore --postgres URL --from DIR/<partition>  restore one
+  boxoffice backup --to FILE [--data DIR]
+                                       copy the embedded database to FILE while serve
+                                       runs (one snapshot), checked before it is kept
+  boxoffice restore --from FILE [--data DIR] [--force]
+                                       put a backup in place of the embedded database
+                                       (serve stopped; the old one is kept beside it)
 
 Run "boxoffice serve --help" for the server flags and their environment variables.`
 
@@ -90,6 +98,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return verifyDraw(ctx, args[1:], getenv, stdout, stderr)
 	case "archive":
 		return archive(ctx, args[1:], getenv, stdout, stderr)
+	case "backup":
+		return backup(ctx, args[1:], getenv, stdout, stderr)
+	case "restore":
+		return restore(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, topUsage)
 		return nil
