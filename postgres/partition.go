@@ -41,7 +41,7 @@ func MonthPartition(id boxoffice.ID) (suffix string, lo, hi int64) {
 func EventIDAt(t time.Time) int64 { return snowflake.Millis(t) << snowflake.TimeShift }
 
 // partitionAttempts bounds the tries to create a month's partition.
-const partitionAttempts = 5
+const partitionAttempts = 8
 
 // partitions remembers the month partitions known to exist, so that only
 // the first event of a month in this process costs a round trip.
@@ -64,19 +64,21 @@ func (s *Store) ensurePartition(ctx context.Context, id boxoffice.ID) error {
 	}
 	// Attaching a partition takes SHARE ROW EXCLUSIVE on the parents (their
 	// foreign keys), which waits for the writes in flight and holds up the
-	// ones behind it: a short lock_timeout, and a few tries, keep a long
-	// transaction somewhere from stalling every booking behind this DDL.
+	// ones behind it: a short lock_timeout, and a few tries apart, keep a
+	// long transaction somewhere from stalling every booking behind this
+	// DDL for longer than the timeout. Still blocked after the tries:
+	// EUNAVAILABLE (503, Retry-After), and the event is not created.
 	var err error
 	for attempt := range partitionAttempts {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
 				return translate(ctx.Err())
-			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
 			}
 		}
 		err = s.transact(ctx, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '250ms'`); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, `

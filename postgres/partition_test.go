@@ -174,3 +174,52 @@ func TestEventsOfAMonthShareAPartition(t *testing.T) {
 		t.Errorf("event_partitions = %v (%v), want legacy, y2031m03, y2031m04", parts, err)
 	}
 }
+
+// TestPartitionWaitsForNoLongTransaction holds a booking's transaction open
+// (its locks on the parent tables) while an event of a new month is
+// created: making the month's partitions gives up (EUNAVAILABLE) instead
+// of queueing every other write behind it for as long as that transaction
+// lasts, creates nothing, and succeeds once the transaction is over.
+func TestPartitionWaitsForNoLongTransaction(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	e := createEvent(t, s, 1, 4, 4)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO event_users (event_id, user_id) VALUES ($1, 'slow')`, int64(e.ID)); err != nil {
+		t.Fatal(err)
+	}
+
+	show := time.Date(2032, 7, 14, 20, 0, 0, 0, time.UTC)
+	next := &boxoffice.Event{
+		ID: snowflake.OnDay(newID(), show), Name: "Next month", Venue: "Hall",
+		StartsAt: show, SaleOpensAt: t0, SaleMode: boxoffice.SaleDirect, TicketLimit: 4, CreatedAt: t0,
+		Sections: []boxoffice.Section{{Name: "A", PriceTier: "std", PriceCents: 5000, Rows: 1, SeatsPerRow: 4}},
+	}
+	err = s.CreateEvent(ctx, next)
+	if code := boxoffice.ErrorCode(err); code != boxoffice.EUNAVAILABLE {
+		t.Fatalf("CreateEvent behind a long transaction = %v (code %q), want %s", err, code, boxoffice.EUNAVAILABLE)
+	}
+	// Meanwhile the other events' writes were not stopped for good.
+	createBooking(t, s, e, "other", 1, seat(1))
+	var parts int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM event_partitions WHERE suffix = 'y2032m07'`).Scan(&parts); err != nil || parts != 0 {
+		t.Fatalf("partition y2032m07 recorded %d times (%v) after giving up, want 0", parts, err)
+	}
+	if _, err := s.Event(ctx, next.ID); boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
+		t.Fatalf("Event after giving up = %v, want %s", err, boxoffice.ENOTFOUND)
+	}
+
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateEvent(ctx, next); err != nil {
+		t.Fatalf("CreateEvent once the transaction ended: %v", err)
+	}
+	if _, err := s.Event(ctx, next.ID); err != nil {
+		t.Fatalf("Event: %v", err)
+	}
+}
