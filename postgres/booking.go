@@ -315,14 +315,7 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		// always "seat index, then primary key": a join lets the planner
 		// start from the pending bookings, which in a flash sale are all
 		// of them.
-		rows, err := tx.Query(ctx, `
-			SELECT DISTINCT s.seat_id
-			FROM booking_seats s
-			WHERE s.event_id = $1 AND s.seat_id = ANY($2) AND s.booking_id <> $3
-			  AND (SELECT o.status = 'pending' AND o.held_until > $4 AND o.fence > $5
-			       FROM bookings o WHERE o.event_id = s.event_id AND o.id = s.booking_id)
-			ORDER BY s.seat_id`,
-			int64(b.EventID), b.SeatIDs, int64(b.ID), now, b.Fence)
+		rows, err := tx.Query(ctx, fencingSQL, int64(b.EventID), b.SeatIDs, int64(b.ID), now, b.Fence)
 		if err != nil {
 			return err
 		}
@@ -630,11 +623,28 @@ func bookingTickets(ctx context.Context, q querier, b *boxoffice.Booking) ([]box
 }
 
 // bookingErr reads pgx.ErrNoRows as "no such booking".
+// lockBookingSQL reads a booking by its id alone and locks its row: a probe
+// of each partition's id index (0010), then its seats by primary key.
+// Pinned by TestHotPathsReadOnlyTheirRows.
+const lockBookingSQL = `SELECT ` + bookingColumns + ` FROM bookings b WHERE b.id = $1 FOR UPDATE`
+
+// fencingSQL is confirm's fencing check ($1 event, $2 seats, $3 the
+// booking, $4 now, $5 its fence): the seats of b that a live pending
+// booking with a larger fence claims. Pinned by
+// TestHotPathsReadOnlyTheirRows.
+const fencingSQL = `
+	SELECT DISTINCT s.seat_id
+	FROM booking_seats s
+	WHERE s.event_id = $1 AND s.seat_id = ANY($2) AND s.booking_id <> $3
+	  AND (SELECT o.status = 'pending' AND o.held_until > $4 AND o.fence > $5
+	       FROM bookings o WHERE o.event_id = s.event_id AND o.id = s.booking_id)
+	ORDER BY s.seat_id`
+
 // lockBooking reads a booking and locks its row (FOR UPDATE) for the rest
 // of tx: a concurrent confirm, release or cancel of it waits, then sees the
 // outcome. ENOTFOUND for an unknown id.
 func lockBooking(ctx context.Context, tx pgx.Tx, id boxoffice.ID) (*boxoffice.Booking, error) {
-	b, err := scanBooking(tx.QueryRow(ctx, `SELECT `+bookingColumns+` FROM bookings b WHERE b.id = $1 FOR UPDATE`, int64(id)))
+	b, err := scanBooking(tx.QueryRow(ctx, lockBookingSQL, int64(id)))
 	if err != nil {
 		return nil, bookingErr(err, id)
 	}

@@ -27,6 +27,9 @@ var (
 	IdempotenciesSQL    = idempotenciesSQL
 	KnownBookingsSQL    = knownBookingsSQL
 	SeatFactsSQL        = seatFactsSQL
+	// The confirm's reads.
+	LockBookingSQL = lockBookingSQL
+	FencingSQL     = fencingSQL
 )
 
 func (s *Store) Transact(ctx context.Context, fn func(tx pgx.Tx) error) error {

@@ -31,7 +31,7 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 		others = append(others, int64(createEventShowing(t, s, showMonth(i), 20, 100, 8).ID))
 	}
 	// The user's own rows: one pending booking of two seats, one sold seat.
-	createBooking(t, s, ev, "me", 1, seat(1), seat(2))
+	mine := createBooking(t, s, ev, "me", 1, seat(1), seat(2))
 	sold := createBooking(t, s, ev, "me", 2, seat(3))
 	if _, err := s.ConfirmBooking(ctx, confirmation(sold)); err != nil {
 		t.Fatal(err)
@@ -65,6 +65,13 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 		{"batch: known bookings", postgres.KnownBookingsSQL, []any{[]int64{1000000001, 42}, []int64{int64(ev.ID), int64(ev.ID)}}, 4},
 		{"batch: seat facts", postgres.SeatFactsSQL,
 			[]any{[]int64{int64(ev.ID), int64(ev.ID), int64(ev.ID), int64(ev.ID)}, []string{seat(3), seat(4), seat(50), seat(99)}}, 16},
+		// The confirm's reads: the booking by its id alone (one probe of
+		// each month's id index, then its two seats), and the fencing
+		// check over its two seats' other claims (one other hold each
+		// below) with a primary-key probe of each claimant.
+		{"confirm: lock the booking", postgres.LockBookingSQL, []any{int64(mine.ID)}, 4},
+		{"confirm: fencing check", postgres.FencingSQL,
+			[]any{int64(ev.ID), mine.SeatIDs, int64(mine.ID), t0, int64(1)}, 12},
 	}
 	// Two sessions, one per plan cache mode; each prepares the statements
 	// on the young table and keeps them, as a pooled connection does, so
