@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/durable"
 )
 
 // The archive of a month of past shows (migrations/0010): every row of the
@@ -274,7 +275,7 @@ func (s *Store) ArchivePartition(ctx context.Context, suffix, dir string, before
 		return nil, err
 	}
 	tmp = ""
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return nil, err
 	}
 	m.Dir = final
@@ -412,17 +413,7 @@ func writeManifest(dir string, m *ArchiveManifest) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return syncDir(dir)
-}
-
-// syncDir makes the names in dir (new files, a rename) durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.SyncDir(dir)
 }
 
 // dropPartition deletes what m archived, in one transaction: it locks the

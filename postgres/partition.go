@@ -71,10 +71,8 @@ func (s *Store) ensurePartition(ctx context.Context, id boxoffice.ID) error {
 	var err error
 	for attempt := range partitionAttempts {
 		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return translate(ctx.Err())
-			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			if err := sleep(ctx, time.Duration(attempt)*100*time.Millisecond); err != nil {
+				return translate(err)
 			}
 		}
 		err = s.transact(ctx, func(tx pgx.Tx) error {
@@ -92,7 +90,7 @@ func (s *Store) ensurePartition(ctx context.Context, id boxoffice.ID) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("partition %s: %w", suffix, translate(err))
+		return fmt.Errorf("partition %s: %w", suffix, err) // transact translated it
 	}
 	s.parts.mu.Lock()
 	if s.parts.known == nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxoffice/boxoffice/internal/durable"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -104,7 +105,7 @@ func Backup(ctx context.Context, dbPath, to string) (BackupInfo, error) {
 		}
 		return BackupInfo{}, fmt.Errorf("backup: %w", err)
 	}
-	if err := syncDir(filepath.Dir(to)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(to)); err != nil {
 		return BackupInfo{}, fmt.Errorf("backup: %w", err)
 	}
 	info.Path = to
@@ -190,7 +191,7 @@ func Restore(ctx context.Context, from, dbPath string, force bool) (RestoreInfo,
 			}
 			return RestoreInfo{}, fmt.Errorf("restore: %w", err)
 		}
-		if err := syncDir(filepath.Dir(dbPath)); err != nil {
+		if err := durable.SyncDir(filepath.Dir(dbPath)); err != nil {
 			return RestoreInfo{}, fmt.Errorf("restore: %w", err)
 		}
 		return RestoreInfo{DatabaseInfo: info, Took: time.Since(start)}, nil
@@ -208,7 +209,7 @@ func Restore(ctx context.Context, from, dbPath string, force bool) (RestoreInfo,
 	if err := os.Rename(tmp, dbPath); err != nil {
 		return RestoreInfo{}, fmt.Errorf("restore: %w (the old database is at %s as well)", err, kept)
 	}
-	if err := syncDir(filepath.Dir(dbPath)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(dbPath)); err != nil {
 		return RestoreInfo{}, fmt.Errorf("restore: %w", err)
 	}
 	return RestoreInfo{DatabaseInfo: info, Kept: kept, Took: time.Since(start)}, nil
@@ -308,7 +309,7 @@ func keepAside(path string, at time.Time) (string, error) {
 			return "", err
 		}
 	}
-	return kept, syncDir(filepath.Dir(path))
+	return kept, durable.SyncDir(filepath.Dir(path))
 }
 
 // placeNew gives the file tmp the name to, which must not exist. A hard
@@ -502,16 +503,6 @@ func syncFile(path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// syncDir makes a rename or link in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // isBusy reports whether err is SQLITE_BUSY (another connection holds
