@@ -84,7 +84,7 @@ func TestFaultSchedule(t *testing.T) {
 	if top.pg == nil {
 		t.Logf("NOTE: no PostgreSQL cluster of its own (%s): the machine's server is used, the PostgreSQL faults are skipped", top.pgNote)
 	} else {
-		t.Logf("PostgreSQL cluster %s/%s on 127.0.0.1:%d", top.pg.version, top.pg.name, top.pg.port)
+		t.Logf("PostgreSQL cluster %s/%s on 127.0.0.1:%d", top.pg.Version(), top.pg.Name(), top.pg.Port())
 	}
 	t.Logf("topology up in %s: redis %s, kafka-fake %s, APIs %v; logs in %s", setup.Round(time.Millisecond),
 		top.redisAt, top.seeds, top.apiURLs, logDir)

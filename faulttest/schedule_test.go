@@ -137,10 +137,10 @@ func plan(top *topology, d time.Duration) *injector {
 			add(base+4*time.Second, "postgres stop -m immediate", func() error {
 				in.begin("postgres", c, false)
 				top.setPG(true)
-				return top.pg.stopImmediate()
+				return top.pg.StopImmediate()
 			})
 			add(base+8*time.Second, "postgres start", func() error {
-				err := top.pg.start()
+				err := top.pg.Start()
 				if err == nil {
 					top.setPG(false)
 				}

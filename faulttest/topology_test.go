@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boxoffice/boxoffice/internal/pgcluster"
 )
 
 // Settings of every boxoffice process: a short hold and a short Kafka
@@ -32,8 +34,8 @@ type topology struct {
 	logDir  string
 	redis   *proc
 	redisAt string
-	pg      *pgCluster // nil: the machine's server, no PostgreSQL faults
-	pgNote  string     // why there is no cluster of our own
+	pg      *pgcluster.Cluster // nil: the machine's server, no PostgreSQL faults
+	pgNote  string             // why there is no cluster of our own
 	pgURL   string
 	kafka   *proc
 	seeds   string
@@ -111,17 +113,17 @@ func startTopology(t *testing.T, logDir string) *topology {
 
 	// PostgreSQL: a cluster of our own, or a schema on the machine's
 	// (BOXOFFICE_FAULT_NO_CLUSTER=1 asks for the latter).
-	c, err := (*pgCluster)(nil), fmt.Errorf("BOXOFFICE_FAULT_NO_CLUSTER=1")
+	c, err := (*pgcluster.Cluster)(nil), fmt.Errorf("BOXOFFICE_FAULT_NO_CLUSTER=1")
 	if os.Getenv("BOXOFFICE_FAULT_NO_CLUSTER") != "1" {
-		c, err = newCluster()
+		c, err = pgcluster.New(clusterPrefix)
 	}
 	if err == nil {
 		top.pg = c
 		t.Cleanup(func() {
-			c.copyLog(filepath.Join(logDir, "postgresql.log"))
-			c.drop()
+			copyClusterLog(c, filepath.Join(logDir, "postgresql.log"))
+			c.Drop()
 		})
-		if top.pgURL, err = c.createDB("boxoffice"); err != nil {
+		if top.pgURL, err = c.CreateDB("boxoffice"); err != nil {
 			t.Fatalf("create database: %v", err)
 		}
 	} else {
@@ -197,7 +199,7 @@ func (top *topology) heal() []string {
 	pgDown := top.pgDown
 	top.mu.Unlock()
 	if top.pg != nil && pgDown {
-		if err := top.pg.start(); err != nil {
+		if err := top.pg.Start(); err != nil {
 			did = append(did, "postgres start failed: "+err.Error())
 		} else {
 			did = append(did, "postgres started")
