@@ -1,6 +1,7 @@
 package boxoffice
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 )
@@ -54,6 +55,16 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 // or unconfirmed; callers return that error (503 with Retry-After).
 type IDGenerator interface {
 	NextID() (ID, error)
+}
+
+// EventIDGenerator is an IDGenerator whose ids may depend on the event
+// they belong to: a sharded store routes a booking, ticket, listing,
+// waitlist entry or queued request by its id alone, so it is minted for
+// its event's shard (postgres.Sharded). NextIDFor may look the event's
+// placement up, hence the context.
+type EventIDGenerator interface {
+	IDGenerator
+	NextIDFor(ctx context.Context, eventID ID) (ID, error)
 }
 
 func truncate(s string, n int) string {

@@ -80,8 +80,17 @@ const idempotenciesSQL = `
 // PutIdempotency records a response for a request that wrote nothing else.
 // A record already present for (user, key) fails with EIDEMINFLIGHT.
 func (s *Store) PutIdempotency(ctx context.Context, r *boxoffice.IdempotencyRecord) error {
+	return s.putIdempotency(ctx, r, false)
+}
+
+// putIdempotency is PutIdempotency; a replica is a sharded store's copy
+// of a record whose home is another shard (Sharded.PutIdempotency).
+func (s *Store) putIdempotency(ctx context.Context, r *boxoffice.IdempotencyRecord, replica bool) error {
 	b := &pgx.Batch{}
 	queueIdempotency(b, r)
+	if replica {
+		b.Queue(`UPDATE idempotency_keys SET replica = true WHERE user_id = $1 AND key = $2`, r.UserID, r.Key)
+	}
 	err := s.pool.SendBatch(ctx, b).Close()
 	if pgCode(err) == codeUniqueViolation {
 		return errIdemInFlight
@@ -90,13 +99,16 @@ func (s *Store) PutIdempotency(ctx context.Context, r *boxoffice.IdempotencyReco
 }
 
 // PurgeIdempotency deletes the records that expired before now and says how
-// many.
+// many (replicas not counted: their home shard counts them).
 func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at < $1`, ts(now))
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		WITH gone AS (DELETE FROM idempotency_keys WHERE expires_at < $1 RETURNING replica)
+		SELECT count(*) FILTER (WHERE NOT replica) FROM gone`, ts(now)).Scan(&n)
 	if err != nil {
 		return 0, translate(err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 // queueIdempotency adds the insert of r to a batch, so that it commits with

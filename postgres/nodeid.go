@@ -40,6 +40,10 @@ type NodeLeaseConfig struct {
 	Mono func() time.Duration
 	// Log gets acquisitions, lost leases and failing renewals (nil: none).
 	Log *slog.Logger
+	// MaxNode is the largest node id the lease may take (0: any,
+	// snowflake.MaxNode). A sharded deployment leases from the first
+	// ShardNodes only, and maps them onto each shard's block (Sharded).
+	MaxNode int
 }
 
 // NodeLease leases a Snowflake node id from the node_leases table
@@ -81,6 +85,7 @@ type NodeLease struct {
 	wall   func() time.Time
 	mono   func() time.Duration
 	log    *slog.Logger
+	max    int // the largest node id to take
 
 	kick    chan struct{} // asks Run for a renewal now
 	reached atomic.Int64  // the generator's latest millisecond
@@ -120,18 +125,21 @@ func (s *Store) NewNodeLease(cfg NodeLeaseConfig) *NodeLease {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.MaxNode <= 0 || cfg.MaxNode > snowflake.MaxNode {
+		cfg.MaxNode = snowflake.MaxNode
+	}
 	return &NodeLease{pool: s.pool, ttl: cfg.TTL, margin: cfg.Margin, wall: cfg.Wall, mono: cfg.Mono,
-		log: cfg.Log, kick: make(chan struct{}, 1)}
+		log: cfg.Log, max: cfg.MaxNode, kick: make(chan struct{}, 1)}
 }
 
-// acquireSQL takes the lowest node id whose lease ran out by the
+// acquireSQL takes the lowest node id (up to $5) whose lease ran out by the
 // database's clock, with a fresh holder token, and reserves milliseconds
 // for it: it returns the node id, the floor (reserved_ms as the previous
 // holders left it, read under the row lock) and the new ceiling.
 const acquireSQL = `
 	WITH free AS (
 	    SELECT node_id, reserved_ms FROM node_leases
-	    WHERE expires_at IS NULL OR expires_at < now()
+	    WHERE (expires_at IS NULL OR expires_at < now()) AND node_id <= $5
 	    ORDER BY node_id
 	    LIMIT 1
 	    FOR UPDATE SKIP LOCKED
@@ -188,10 +196,10 @@ func (l *NodeLease) Acquire(ctx context.Context) error {
 	t0 := l.mono()
 	var node int32
 	var floor, ceiling int64
-	err := l.pool.QueryRow(ctx, acquireSQL, token, l.ttl.Milliseconds(), l.want(), l.ttl.Milliseconds()).
+	err := l.pool.QueryRow(ctx, acquireSQL, token, l.ttl.Milliseconds(), l.want(), l.ttl.Milliseconds(), l.max).
 		Scan(&node, &floor, &ceiling)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return boxoffice.Errorf(boxoffice.ECONFLICT, "all %d Snowflake node ids are leased", snowflake.MaxNode+1)
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "all %d Snowflake node ids are leased", l.max+1)
 	}
 	if err != nil {
 		return leaseError(err)

@@ -157,7 +157,7 @@ func (s *Bookings) issue(ctx context.Context, u boxoffice.User, req ConfirmReque
 	code := "BX-" + randomCode(5)
 	tickets := make([]boxoffice.Ticket, len(b.SeatIDs))
 	for i, seat := range b.SeatIDs {
-		id, err := s.ids.NextID()
+		id, err := s.idFor(ctx, b.EventID)
 		if err != nil {
 			return nil, err
 		}

@@ -91,7 +91,7 @@ func (s *Queue) Enqueue(ctx context.Context, u boxoffice.User, req ReserveReques
 			return t, err
 		}
 	}
-	id, err := s.ids.NextID()
+	id, err := s.idFor(ctx, ev.ID)
 	if err != nil {
 		return nil, err
 	}

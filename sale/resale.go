@@ -92,7 +92,7 @@ func (s *Resale) ListTicket(ctx context.Context, u boxoffice.User, req ListReque
 		v.Replayed = true
 		return v, nil
 	}
-	id, err := s.ids.NextID()
+	id, err := s.idFor(ctx, ev.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -137,7 +137,7 @@ func (s *Bookings) reserve(ctx context.Context, u boxoffice.User, l *layout.Layo
 		}
 		amount, listingID = listing.PriceCents, listing.ID
 	}
-	id, err := s.ids.NextID()
+	id, err := s.idFor(ctx, ev.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -230,7 +230,7 @@ func pickSeats(l *layout.Layout, pool []string, e *boxoffice.WaitlistEntry, list
 // hands its seats back to holder, and the pass goes on with the next
 // entry.
 func (s *Waitlist) offer(ctx context.Context, l *layout.Layout, e *boxoffice.WaitlistEntry, pick []string, holder boxoffice.ID, listing *boxoffice.Listing) (ok bool, drop []string, _ error) {
-	id, err := s.ids.NextID()
+	id, err := s.idFor(ctx, e.EventID)
 	if err != nil {
 		return false, nil, err
 	}

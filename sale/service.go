@@ -121,6 +121,15 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// idFor mints the id of a row of event eventID: on a sharded store it
+// names the event's shard (boxoffice.EventIDGenerator).
+func (c *core) idFor(ctx context.Context, eventID boxoffice.ID) (boxoffice.ID, error) {
+	if g, ok := c.ids.(boxoffice.EventIDGenerator); ok {
+		return g.NextIDFor(ctx, eventID)
+	}
+	return c.ids.NextID()
+}
+
 // DefaultAdmitDeadline is Config.AdmitDeadline's default.
 const DefaultAdmitDeadline = 5 * time.Second
 

@@ -100,7 +100,7 @@ func (s *Waitlist) JoinWaitlist(ctx context.Context, u boxoffice.User, req JoinR
 		v.Replayed = true
 		return v, nil
 	}
-	id, err := s.ids.NextID()
+	id, err := s.idFor(ctx, req.EventID)
 	if err != nil {
 		return nil, err
 	}

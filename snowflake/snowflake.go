@@ -202,3 +202,16 @@ func OnDay(id boxoffice.ID, t time.Time) boxoffice.ID {
 
 // IDMillis returns the time part of an id: milliseconds since Epoch.
 func IDMillis(id boxoffice.ID) int64 { return int64(id) >> (nodeBits + seqBits) }
+
+// NodeOf returns the node id part of an id.
+func NodeOf(id boxoffice.ID) int { return int(int64(id) >> seqBits & MaxNode) }
+
+// WithNode returns id with its node id part replaced by node (0..MaxNode);
+// time and sequence are kept. A sharded store (postgres.Sharded) mints an
+// event's rows' ids this way, so that the node id names the event's shard:
+// ids minted by one generator stay unique under it as long as each
+// generator's own node id is kept in the low bits the mapping preserves.
+func WithNode(id boxoffice.ID, node int) boxoffice.ID {
+	const mask = int64(MaxNode) << seqBits
+	return boxoffice.ID(int64(id)&^mask | int64(node&MaxNode)<<seqBits)
+}

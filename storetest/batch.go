@@ -293,7 +293,7 @@ func randomBatch(rng *rand.Rand, f *fixture, e *boxoffice.Event, apart bool, tak
 			}
 		}
 		b := &boxoffice.Booking{
-			ID:          f.nextID(),
+			ID:          f.idFor(e.ID),
 			EventID:     e.ID,
 			Status:      boxoffice.BookingPending,
 			Fence:       f.nextFence(),

@@ -772,7 +772,7 @@ func (s suite) resaleConfirm(t *testing.T) {
 			{"WithTwoTicketsIsInvalid", func(f *fixture, l *boxoffice.Listing, b *boxoffice.Booking) boxoffice.ConfirmBooking {
 				c := f.confirmation(b, resoldAt, "ok")
 				extra := c.Tickets[0]
-				extra.ID, extra.Code, extra.SeatID = f.nextID(), "extra", "A-A-2"
+				extra.ID, extra.Code, extra.SeatID = f.idFor(b.EventID), "extra", "A-A-2"
 				c.Tickets = append(c.Tickets, extra)
 				return c
 			}, boxoffice.EINVALID},

@@ -142,6 +142,34 @@ type fixture struct {
 // Snowflake's time bits).
 func (f *fixture) nextID() boxoffice.ID { return boxoffice.ID(1000 + f.ids.Add(1)) }
 
+// snowflakeTimeShift is where a Snowflake id's time part starts
+// (snowflake.TimeShift).
+const snowflakeTimeShift = 22
+
+// idPlacer is a store that finds a row by the shard its id names
+// (postgres.Sharded): the ids of an event's rows are minted for its shard.
+type idPlacer interface {
+	PlaceID(ctx context.Context, eventID, id boxoffice.ID) (boxoffice.ID, error)
+}
+
+// idFor returns a fresh id for a row of event eventID: nextID, or on a
+// sharded store, as the service mints them, nextID as the time part of a
+// Snowflake id (so that ids keep their order across shards) moved onto
+// the event's shard.
+func (f *fixture) idFor(eventID boxoffice.ID) boxoffice.ID {
+	f.t.Helper()
+	id := f.nextID()
+	p, ok := f.store.(idPlacer)
+	if !ok {
+		return id
+	}
+	id, err := p.PlaceID(f.ctx, eventID, id<<snowflakeTimeShift)
+	if err != nil {
+		f.t.Fatalf("PlaceID: %v", err)
+	}
+	return id
+}
+
 // nextFence returns a fencing token larger than every earlier one.
 func (f *fixture) nextFence() int64 { return f.fence.Add(1) }
 
@@ -191,7 +219,7 @@ func (f *fixture) newBooking(e *boxoffice.Event, user string, seats ...string) *
 		amount += s.PriceCents
 	}
 	return &boxoffice.Booking{
-		ID:          f.nextID(),
+		ID:          f.idFor(e.ID),
 		EventID:     e.ID,
 		UserID:      user,
 		SeatIDs:     seats,
@@ -239,7 +267,7 @@ func (f *fixture) confirmation(b *boxoffice.Booking, now time.Time, tag string) 
 	}
 	for _, seat := range b.SeatIDs {
 		c.Tickets = append(c.Tickets, boxoffice.Ticket{
-			ID:        f.nextID(),
+			ID:        f.idFor(b.EventID),
 			EventID:   b.EventID,
 			BookingID: b.ID,
 			SeatID:    seat,
@@ -357,7 +385,7 @@ func (f *fixture) sell(e *boxoffice.Event, user string, seats ...string) *boxoff
 // at listedAt.
 func (f *fixture) newListing(t boxoffice.Ticket, price int64) *boxoffice.Listing {
 	return &boxoffice.Listing{
-		ID:         f.nextID(),
+		ID:         f.idFor(t.EventID),
 		TicketID:   t.ID,
 		SellerID:   t.UserID,
 		PriceCents: price,
@@ -381,7 +409,7 @@ func (f *fixture) list(t boxoffice.Ticket, price int64) *boxoffice.Listing {
 // held for hold, with a fresh fence.
 func (f *fixture) newPurchase(l *boxoffice.Listing, buyer string) *boxoffice.Booking {
 	return &boxoffice.Booking{
-		ID:          f.nextID(),
+		ID:          f.idFor(l.EventID),
 		EventID:     l.EventID,
 		UserID:      buyer,
 		SeatIDs:     []string{l.SeatID},
@@ -439,7 +467,7 @@ func (f *fixture) checkIn(t boxoffice.Ticket, now time.Time) *boxoffice.Ticket {
 // of e, joined at t0.
 func (f *fixture) newEntry(e *boxoffice.Event, user string, quantity int) *boxoffice.WaitlistEntry {
 	return &boxoffice.WaitlistEntry{
-		ID:        f.nextID(),
+		ID:        f.idFor(e.ID),
 		EventID:   e.ID,
 		UserID:    user,
 		Quantity:  quantity,
