@@ -7,17 +7,21 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/rueidis"
 
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/pgcluster"
 	"github.com/boxoffice/boxoffice/kafka"
 	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/queuestate"
 	"github.com/boxoffice/boxoffice/redis"
 	"github.com/boxoffice/boxoffice/sale"
+	"github.com/boxoffice/boxoffice/snowflake"
 )
 
 // TestProduction runs the suite on PostgreSQL and Redis, on the real clock
@@ -45,6 +49,89 @@ func TestProductionQueueSlots(t *testing.T) {
 	}
 	env := newProductionEnv(t, "the Redis Cluster", nodes)
 	RunQueue(t, func(t *testing.T) *Stack { return env.stack(t, 3) })
+}
+
+// TestProductionSharded runs the suite on PostgreSQL sharded by event: the
+// directory (shard 0) on the machine's server, shard 1 on a cluster of its
+// own (pg_createcluster, dropped at the end), each test in a schema of its
+// own on both. The placement spreads the suite's events over the two (the
+// least seats; a queued sale on a shard with no other), and every request
+// finds its shard from the event or the id.
+func TestProductionSharded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers, real waiting")
+	}
+	env := newProductionEnv(t, "Redis", envOr("BOXOFFICE_TEST_REDIS", "redis://127.0.0.1:6379/0"))
+	second := secondCluster(t)
+	Run(t, func(t *testing.T) *Stack { return env.shardedStack(t, second) })
+	// The suite ran on both shards, not on the directory alone.
+	second.mu.Lock()
+	defer second.mu.Unlock()
+	if second.events[0] == 0 || second.events[1] == 0 {
+		t.Fatalf("events per shard over the suite = %v: want both shards used", second.events)
+	}
+	t.Logf("events per shard over the suite: %v", second.events)
+}
+
+// secondCluster starts a PostgreSQL cluster for the tests' second shard
+// and returns an admin connection to its database, or skips (fails when
+// CI=true) where clusters cannot be made.
+func secondCluster(t *testing.T) *shardServer {
+	if err := pgcluster.Available(); err != nil {
+		unreachable(t, "a second PostgreSQL cluster", err)
+	}
+	c, err := pgcluster.New("boxapi_")
+	if err != nil {
+		unreachable(t, "a second PostgreSQL cluster", err)
+	}
+	t.Cleanup(c.Drop)
+	u, err := c.CreateDB("shard1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) })
+	return &shardServer{url: u, admin: admin}
+}
+
+type shardServer struct {
+	url   string
+	admin *pgx.Conn
+
+	mu     sync.Mutex
+	events [2]int // the suite's events per shard
+}
+
+// shardedStack is a production stack on two shards: a schema on the
+// machine's server (the directory) and one on the second cluster.
+func (e *productionEnv) shardedStack(t *testing.T, second *shardServer) *Stack {
+	dir := openSchemaStore(t, e.admin, e.pgURL, "apishard0_")
+	one := openSchemaStore(t, second.admin, second.url, "apishard1_")
+	sh, err := postgres.NewSharded(ctx, []*postgres.Store{dir, one}, postgres.ShardedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := snowflake.New(int(time.Now().UnixNano()%postgres.ShardNodes), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before the stores' own clean-ups, so it runs after the
+	// stack has stopped and before they close.
+	t.Cleanup(func() {
+		for k, st := range sh.Shards() {
+			var n int
+			if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+				t.Errorf("count shard %d's events: %v", k, err)
+			}
+			second.mu.Lock()
+			second.events[k] += n
+			second.mu.Unlock()
+		}
+	})
+	return productionStack(t, sh, postgres.ShardedIDs{IDs: gen, Store: sh}, e.client, e.kc, 1)
 }
 
 // productionEnv is what the production stacks of one run share: the
@@ -81,14 +168,20 @@ func newProductionEnv(t *testing.T, redisName, redisAddr string) *productionEnv 
 }
 
 func (e *productionEnv) stack(t *testing.T, slots int) *Stack {
-	return productionStack(t, e.admin, e.pgURL, e.client, e.kc, slots)
+	return productionStack(t, openSchemaStore(t, e.admin, e.pgURL, "apitest_"), nil, e.client, e.kc, slots)
 }
 
-// productionStack is a stack of the production shape, each test in a
-// schema, under a key prefix and on a topic of its own; slots is the
-// queue's (redis.QueueState.Slots).
-func productionStack(t *testing.T, admin *pgx.Conn, pgURL string, client rueidis.Client, kc *kafka.Client, slots int) *Stack {
-	store := openSchemaStore(t, admin, pgURL, "apitest_")
+// productionStore is the store of a production stack and the queue's
+// journal: a postgres.Store or a postgres.Sharded.
+type productionStore interface {
+	boxoffice.Store
+	queuestate.Journal
+}
+
+// productionStack is a stack of the production shape on store (each test
+// in a schema of its own), under a key prefix and on a topic of its own;
+// slots is the queue's (redis.QueueState.Slots); ids nil: the stack's.
+func productionStack(t *testing.T, store productionStore, ids boxoffice.IDGenerator, client rueidis.Client, kc *kafka.Client, slots int) *Stack {
 	prefix := redisPrefix(t, client, "apitest:")
 	topic := "sale.requests." + randomHex(4)
 	if err := kc.EnsureTopics(ctx, map[string]int32{topic: 4}); err != nil {
@@ -96,7 +189,7 @@ func productionStack(t *testing.T, admin *pgx.Conn, pgURL string, client rueidis
 	}
 	log := kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "workers-" + topic, HeartbeatInterval: 200 * time.Millisecond})
 	return NewStack(t, Parts{
-		Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), Shared: redis.NewSnapshots(client, prefix),
+		Store: store, IDs: ids, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), Shared: redis.NewSnapshots(client, prefix),
 		Queue: productionQueue(t, client, prefix, store, log, slots), AdmitDeadline: sale.DefaultAdmitDeadline,
 		Log:      log,
 		Notifier: redis.NewNotifier(client, prefix),
@@ -188,7 +281,7 @@ func redisPrefix(tb testing.TB, client rueidis.Client, base string) string {
 
 // productionQueue is the queue state of the production shape: Redis,
 // rebuilt from the log and PostgreSQL's outcomes, its epoch recorded.
-func productionQueue(t testing.TB, client rueidis.Client, prefix string, store *postgres.Store, log *kafka.RequestLog, slots int) *queuestate.State {
+func productionQueue(t testing.TB, client rueidis.Client, prefix string, store queuestate.Journal, log *kafka.RequestLog, slots int) *queuestate.State {
 	t.Helper()
 	cache := redis.NewQueueState(client, prefix)
 	cache.Slots = slots

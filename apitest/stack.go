@@ -51,7 +51,10 @@ func (c *Clock) Advance(d time.Duration) {
 
 // Parts are the adapters a stack is built from.
 type Parts struct {
-	Store  boxoffice.Store
+	Store boxoffice.Store
+	// IDs makes the service's ids; nil: a generator of a random node id.
+	// A sharded store needs its own (postgres.ShardedIDs).
+	IDs    boxoffice.IDGenerator
 	Holds  boxoffice.Holds
 	Leases boxoffice.Leases
 	// Now is the clock of the service; nil means time.Now.
@@ -145,9 +148,13 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	if p.OfferWindow == 0 {
 		p.OfferWindow = p.HoldTTL
 	}
-	ids, err := snowflake.New(int(time.Now().UnixNano()%snowflake.MaxNode), nil)
-	if err != nil {
-		t.Fatal(err)
+	ids := p.IDs
+	if ids == nil {
+		gen, err := snowflake.New(int(time.Now().UnixNano()%snowflake.MaxNode), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = gen
 	}
 	a, err := auth.New([]byte(Secret), nil)
 	if err != nil {

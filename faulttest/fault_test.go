@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,13 +75,21 @@ func settings(t *testing.T) (d time.Duration, users int, logDir string, keep boo
 
 // TestFaultSchedule is issue 12: the production topology under a schedule
 // of faults, then healed and audited. See docs/reliability.md.
-func TestFaultSchedule(t *testing.T) {
+func TestFaultSchedule(t *testing.T) { faultSchedule(t, 1) }
+
+// TestFaultScheduleSharded is the same on PostgreSQL sharded by event over
+// two clusters (issue 18): the PostgreSQL faults stop the directory, shard
+// 0, which also leases the node ids; the audit reads both shards as one
+// (topology.auditURL).
+func TestFaultScheduleSharded(t *testing.T) { faultSchedule(t, 2) }
+
+func faultSchedule(t *testing.T, shards int) {
 	if testing.Short() {
 		t.Skip("starts the production topology as processes")
 	}
 	began := time.Now()
 	d, users, logDir, keep := settings(t)
-	top := startTopology(t, logDir)
+	top := startTopology(t, logDir, shards)
 	setup := time.Since(began)
 	if top.pg == nil {
 		t.Logf("NOTE: no PostgreSQL cluster of its own (%s): the machine's server is used, the PostgreSQL faults are skipped", top.pgNote)
@@ -138,11 +148,35 @@ func TestFaultSchedule(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	db, err := pgx.Connect(ctx, top.pgURL)
+	auditURL, err := top.auditURL(ctx)
+	if err != nil {
+		t.Fatalf("audit database: %v", err)
+	}
+	db, err := pgx.Connect(ctx, auditURL)
 	if err != nil {
 		t.Fatalf("audit connection: %v", err)
 	}
 	defer db.Close(context.Background())
+	if shards > 1 {
+		// The sale's events were spread: a queued sale is hot and gets a
+		// shard of its own, the direct sales go to the other.
+		var perShard []int
+		for i := range shards {
+			table := "public.events"
+			if i > 0 {
+				table = fmt.Sprintf("shard%d.events", i)
+			}
+			var n int
+			if err := db.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+				t.Fatalf("count %s: %v", table, err)
+			}
+			perShard = append(perShard, n)
+		}
+		t.Logf("events per shard: %v", perShard)
+		if slices.Contains(perShard, 0) {
+			t.Errorf("events per shard = %v: a shard was left out", perShard)
+		}
+	}
 	outboxLeft := waitOutbox(ctx, db, time.Now().Add(quiesceOutbox))
 	waitCaptures(ctx, db, time.Now().Add(quiescePayments))
 	quiesced := time.Now()

@@ -57,3 +57,63 @@ func machineSchema(ctx context.Context) (serviceURL string, drop func(), err err
 		}
 	}, nil
 }
+
+// auditURL is the database the audit reads: the one, or for a sharded
+// topology a schema on the directory whose views are each table of every
+// shard together (UNION ALL through postgres_fdw), so that the checks'
+// queries read the deployment as one database. An event's rows are all on
+// its shard and ids are unique across shards, so the union has each row
+// once.
+func (top *topology) auditURL(ctx context.Context) (string, error) {
+	if len(top.shardURLs) == 0 {
+		return top.pgURL, nil
+	}
+	conn, err := pgx.Connect(ctx, top.pgURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.Background())
+	stmts := []string{`CREATE EXTENSION IF NOT EXISTS postgres_fdw`, `DROP SCHEMA IF EXISTS audit CASCADE`, `CREATE SCHEMA audit`}
+	for i, c := range top.shards {
+		server, schema := fmt.Sprintf("shard%d", i+1), fmt.Sprintf("shard%d", i+1)
+		stmts = append(stmts,
+			`DROP SERVER IF EXISTS `+server+` CASCADE`,
+			fmt.Sprintf(`CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', port '%d', dbname 'boxoffice')`, server, c.Port()),
+			`CREATE USER MAPPING FOR CURRENT_USER SERVER `+server+` OPTIONS (user 'postgres')`,
+			`DROP SCHEMA IF EXISTS `+schema+` CASCADE`,
+			`CREATE SCHEMA `+schema,
+			`IMPORT FOREIGN SCHEMA public FROM SERVER `+server+` INTO `+schema)
+	}
+	for _, q := range stmts {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return "", fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	// Every table (a partitioned one as its parent) of the directory.
+	rows, err := conn.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition`)
+	if err != nil {
+		return "", err
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", err
+	}
+	for _, tb := range tables {
+		q := "CREATE VIEW audit." + tb + " AS SELECT * FROM public." + tb
+		for i := range top.shards {
+			q += fmt.Sprintf(" UNION ALL SELECT * FROM shard%d.%s", i+1, tb)
+		}
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return "", fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	u, err := url.Parse(top.pgURL)
+	if err != nil {
+		return "", err
+	}
+	qs := u.Query()
+	qs.Set("search_path", "audit")
+	u.RawQuery = qs.Encode()
+	return u.String(), nil
+}

@@ -37,12 +37,16 @@ type topology struct {
 	pg      *pgcluster.Cluster // nil: the machine's server, no PostgreSQL faults
 	pgNote  string             // why there is no cluster of our own
 	pgURL   string
-	kafka   *proc
-	seeds   string
-	apis    []*proc
-	apiURLs []string
-	workers []*proc
-	relay   *proc
+	// shards are the other PostgreSQL shards (sharded by event, the
+	// directory at pgURL), each on a cluster of its own; none by default.
+	shards    []*pgcluster.Cluster
+	shardURLs []string
+	kafka     *proc
+	seeds     string
+	apis      []*proc
+	apiURLs   []string
+	workers   []*proc
+	relay     *proc
 
 	mu      sync.Mutex
 	pgDown  bool
@@ -85,9 +89,12 @@ func buildBinary(t *testing.T, dir string) string {
 }
 
 // startTopology starts Redis, PostgreSQL (a cluster of its own if it can),
-// kafka-fake, two API processes, two workers and a relay. Every process and
-// the cluster are cleaned up when the test ends, however it ends.
-func startTopology(t *testing.T, logDir string) *topology {
+// kafka-fake, two API processes, two workers and a relay. With shards > 1
+// the events are spread over that many PostgreSQL databases, each on a
+// cluster of its own (the first, the directory, is the one the PostgreSQL
+// faults stop). Every process and the clusters are cleaned up when the
+// test ends, however it ends.
+func startTopology(t *testing.T, logDir string, shards int) *topology {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		skipOrFail(t, "redis-server missing: %v", err)
@@ -138,6 +145,25 @@ func startTopology(t *testing.T, logDir string) *topology {
 		top.pgURL = u
 	}
 
+	for i := 1; i < shards; i++ {
+		if top.pg == nil {
+			skipOrFail(t, "no PostgreSQL cluster of its own (%s): the sharded shape needs clusters", top.pgNote)
+		}
+		c, err := pgcluster.New(clusterPrefix)
+		if err != nil {
+			skipOrFail(t, "a cluster for shard %d: %v", i, err)
+		}
+		t.Cleanup(func() {
+			copyClusterLog(c, filepath.Join(logDir, fmt.Sprintf("postgresql-shard%d.log", i)))
+			c.Drop()
+		})
+		u, err := c.CreateDB("boxoffice")
+		if err != nil {
+			t.Fatalf("create database of shard %d: %v", i, err)
+		}
+		top.shards, top.shardURLs = append(top.shards, c), append(top.shardURLs, u)
+	}
+
 	env := []string{"BOXOFFICE_AUTH_SECRET=" + authSecret}
 	top.kafka = &proc{name: "kafka-fake", bin: top.bin, env: env, logPath: filepath.Join(logDir, "kafka-fake.log"),
 		args: []string{"kafka-fake", "--addr", "127.0.0.1:0"}, ready: regexp.MustCompile(`kafka-fake listening on (\S+)`)}
@@ -147,12 +173,17 @@ func startTopology(t *testing.T, logDir string) *topology {
 	}
 	top.seeds = top.kafka.match
 
-	if out, err := run(2*time.Minute, top.bin, "migrate", "--postgres", top.pgURL); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
+	for _, u := range append([]string{top.pgURL}, top.shardURLs...) {
+		if out, err := run(2*time.Minute, top.bin, "migrate", "--postgres", u); err != nil {
+			t.Fatalf("migrate: %v\n%s", err, out)
+		}
 	}
 
 	common := []string{"--postgres", top.pgURL, "--redis", "redis://" + top.redisAt + "/0", "--kafka", top.seeds,
 		"--hold", holdTTL.String(), "--kafka-session-timeout", kafkaSession.String(), "--log-level", "info"}
+	if len(top.shardURLs) > 0 {
+		common = append(common, "--postgres-shards", strings.Join(top.shardURLs, " "))
+	}
 	mk := func(name string, args []string, ready *regexp.Regexp) *proc {
 		p := &proc{name: name, bin: top.bin, env: env, logPath: filepath.Join(logDir, name+".log"), args: args, ready: ready}
 		t.Cleanup(p.kill)

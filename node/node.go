@@ -27,6 +27,7 @@ import (
 	"github.com/boxoffice/boxoffice/layout"
 	"github.com/boxoffice/boxoffice/metrics"
 	"github.com/boxoffice/boxoffice/outbox"
+	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/seatmap"
 	"github.com/boxoffice/boxoffice/testpay"
@@ -41,6 +42,10 @@ type Options struct {
 	// in-process); Kafka for the request log (absent: the embedded
 	// queue; it needs Redis and PostgreSQL).
 	Data, Postgres, Redis, Kafka string
+	// Shards are the URLs of the other PostgreSQL shards, in shard order
+	// (1, 2, ...): Postgres is then the directory, shard 0, and events are
+	// spread over all of them (postgres.Sharded).
+	Shards []string
 	// Parts, when set, are used instead of opening the ones above: a test
 	// builds its own (a fake clock, a prefix of its own). The node does
 	// not close them.
@@ -120,6 +125,12 @@ func (o *Options) check() error {
 	}
 	if o.Kafka != "" && (o.Redis == "" || o.Postgres == "") {
 		return errors.New("kafka needs redis and postgres: the queue's state lives in Redis, its outcomes in PostgreSQL")
+	}
+	if len(o.Shards) > 0 && o.Postgres == "" {
+		return errors.New("shards need postgres: the first PostgreSQL database is the shards' directory")
+	}
+	if len(o.Shards) > 0 && o.FixedNodeID && o.NodeID >= postgres.ShardNodes {
+		return fmt.Errorf("node id %d: a sharded deployment's node ids are below %d", o.NodeID, postgres.ShardNodes)
 	}
 	if o.Parts == nil && o.Postgres == "" && o.Data == "" {
 		return errors.New("no store: give a data directory for the embedded database, or a PostgreSQL URL")

@@ -92,24 +92,36 @@ func Open(ctx context.Context, o Options) (_ *Parts, err error) {
 		journal queuestate.Journal // PostgreSQL: the queue's outcomes
 		idLease *postgres.NodeLease
 		nodeID  = o.NodeID
+		shards  *postgres.Sharded // several PostgreSQL databases
 	)
 	if o.Postgres != "" {
-		pg, err := postgres.Open(ctx, o.Postgres)
+		sharded, dir, err := openPostgres(ctx, o, log)
 		if err != nil {
-			return nil, fmt.Errorf("open PostgreSQL: %w", err)
+			return nil, err
 		}
-		p.Store, journal = pg, pg
-		p.closers = append(p.closers, func() { pg.Close() })
-		// The node id is leased from PostgreSQL and renewed in the
-		// background (see postgres.NodeLease): ids stop (503) while the
-		// lease cannot be confirmed. A fixed node id is the operator's to
-		// keep unique across live processes and from going back in time.
+		if sharded != nil {
+			p.Store, journal = sharded, sharded
+			p.closers = append(p.closers, func() { sharded.Close() })
+		} else {
+			p.Store, journal = dir, dir
+			p.closers = append(p.closers, func() { dir.Close() })
+		}
+		// The node id is leased from PostgreSQL (the directory, when
+		// sharded) and renewed in the background (see
+		// postgres.NodeLease): ids stop (503) while the lease cannot be
+		// confirmed. A fixed node id is the operator's to keep unique
+		// across live processes and from going back in time.
 		if !o.FixedNodeID {
-			if idLease, err = leaseNodeID(ctx, pg, p, log); err != nil {
+			maxNode := 0
+			if sharded != nil {
+				maxNode = postgres.ShardNodes - 1
+			}
+			if idLease, err = leaseNodeID(ctx, dir, maxNode, p, log); err != nil {
 				return nil, err
 			}
 			nodeID, _ = idLease.Node()
 		}
+		shards = sharded
 	} else {
 		st, err := sqlite.Open(ctx, filepath.Join(o.Data, "boxoffice.db"))
 		if err != nil {
@@ -165,20 +177,59 @@ func Open(ctx context.Context, o Options) (_ *Parts, err error) {
 			return nil, err
 		}
 	}
+	var ids boxoffice.IDGenerator
 	if idLease != nil {
-		p.IDs = snowflake.NewLeased(idLease, nil)
-	} else if p.IDs, err = snowflake.New(nodeID, nil); err != nil {
+		ids = snowflake.NewLeased(idLease, nil)
+	} else if ids, err = snowflake.New(nodeID, nil); err != nil {
 		return nil, err
+	}
+	p.IDs = ids
+	if shards != nil {
+		// An event's rows' ids name its shard (postgres.ShardedIDs).
+		p.IDs = postgres.ShardedIDs{IDs: ids, Store: shards}
 	}
 	p.Describe = describe(o, p)
 	log.Info("parts", "shape", p.Describe, "node_id", nodeID)
 	return p, nil
 }
 
-// leaseNodeID leases a Snowflake node id from PostgreSQL, renewed in the
-// background and released when p closes.
-func leaseNodeID(ctx context.Context, pg *postgres.Store, p *Parts, log *slog.Logger) (*postgres.NodeLease, error) {
-	lease := pg.NewNodeLease(postgres.NodeLeaseConfig{Log: log})
+// openPostgres opens the PostgreSQL store: one database, or the shards
+// (o.Shards, or a database that says it is a shard: given alone it must
+// be the directory of a deployment of one, or it is refused). dir is the
+// database the node ids are leased from: the one, or the directory.
+func openPostgres(ctx context.Context, o Options, log *slog.Logger) (*postgres.Sharded, *postgres.Store, error) {
+	if len(o.Shards) == 0 {
+		pg, err := postgres.Open(ctx, o.Postgres)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open PostgreSQL: %w", err)
+		}
+		_, sharded, err := pg.ShardIdentity(ctx)
+		if err != nil || !sharded {
+			if err != nil {
+				pg.Close()
+				return nil, nil, fmt.Errorf("open PostgreSQL: %w", err)
+			}
+			return nil, pg, nil
+		}
+		sh, err := postgres.NewSharded(ctx, []*postgres.Store{pg}, postgres.ShardedConfig{})
+		if err != nil {
+			pg.Close()
+			return nil, nil, fmt.Errorf("open PostgreSQL: %w", err)
+		}
+		return sh, pg, nil
+	}
+	sh, err := postgres.OpenSharded(ctx, append([]string{o.Postgres}, o.Shards...), postgres.ShardedConfig{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the PostgreSQL shards: %w", err)
+	}
+	log.Info("PostgreSQL sharded by event", "shards", len(sh.Shards()))
+	return sh, sh.Shards()[0], nil
+}
+
+// leaseNodeID leases a Snowflake node id from PostgreSQL (up to maxNode;
+// 0: any), renewed in the background and released when p closes.
+func leaseNodeID(ctx context.Context, pg *postgres.Store, maxNode int, p *Parts, log *slog.Logger) (*postgres.NodeLease, error) {
+	lease := pg.NewNodeLease(postgres.NodeLeaseConfig{Log: log, MaxNode: maxNode})
 	if err := lease.Acquire(ctx); err != nil {
 		return nil, fmt.Errorf("lease a Snowflake node id: %w", err)
 	}
@@ -241,6 +292,9 @@ func describe(o Options, p *Parts) string {
 	store, holds, queue := "SQLite", "in-process holds", "embedded queue (SQLite)"
 	if o.Postgres != "" {
 		store = "PostgreSQL"
+		if sh, ok := p.Store.(*postgres.Sharded); ok {
+			store = fmt.Sprintf("PostgreSQL (%d shards by event)", len(sh.Shards()))
+		}
 	}
 	if o.Redis != "" {
 		holds = "Redis holds"

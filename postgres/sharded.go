@@ -3,10 +3,11 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -163,7 +164,7 @@ func (s *Sharded) join(ctx context.Context) error {
 			if used > 0 {
 				return boxoffice.Errorf(boxoffice.EINVALID, "the first database has minted ids under node ids %d and above, which a sharded deployment routes to other shards: it cannot become the directory", ShardNodes)
 			}
-			deployment = rand.Text()
+			deployment = crand.Text()
 			if _, err := tx.Exec(ctx, `INSERT INTO shard_identity (deployment, shard) VALUES ($1, 0)`, deployment); err != nil {
 				return err
 			}
@@ -485,21 +486,25 @@ func shardLoads(ctx context.Context, q querier, n int, today time.Time) ([]shard
 // place is the placement policy: the least loaded shard by upcoming seats,
 // where a hot event goes to a shard with no other upcoming hot event (the
 // fewest, if every shard has one), and other events avoid shards with hot
-// events while any shard has none. Ties go to the lower shard.
+// events while any shard has none. Ties are drawn at random, so that
+// shards equally empty (a new deployment, days without shows) fill alike.
 func place(loads []shardLoad, hot bool) int {
 	free := slices.ContainsFunc(loads, func(l shardLoad) bool { return l.hot == 0 })
-	best := -1
-	for i, l := range loads {
-		if !hot && free && l.hot > 0 {
-			continue
-		}
-		if best < 0 || less(l, loads[best], hot) {
-			best = i
+	var best []shardLoad
+	for _, l := range loads {
+		switch {
+		case !hot && free && l.hot > 0:
+		case len(best) == 0 || less(l, best[0], hot):
+			best = append(best[:0], l)
+		case !less(best[0], l, hot):
+			best = append(best, l) // as good as the best
 		}
 	}
-	return loads[best].shard
+	return best[rand.N(len(best))].shard
 }
 
+// less orders shards for the placement: for a hot event, fewer hot events
+// first; then fewer upcoming seats.
 func less(a, b shardLoad, hot bool) bool {
 	if hot && a.hot != b.hot {
 		return a.hot < b.hot

@@ -22,6 +22,7 @@ type config struct {
 	Addr           string
 	Data           string
 	Postgres       string
+	Shards         string
 	Redis          string
 	Kafka          string
 	Hold           time.Duration
@@ -66,6 +67,7 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "address to listen on")
 	fs.StringVar(&c.Data, "data", "boxoffice-data", "directory of the embedded database and secret")
 	fs.StringVar(&c.Postgres, "postgres", "", "PostgreSQL URL (absent: the embedded SQLite store)")
+	fs.StringVar(&c.Shards, "postgres-shards", "", "URLs of the other PostgreSQL shards, space-separated, in shard order (1, 2, ...): events are spread over --postgres (the directory, shard 0) and these; give every process the same list")
 	fs.StringVar(&c.Redis, "redis", "", "Redis URL or comma-separated cluster nodes (absent: in-process holds)")
 	fs.StringVar(&c.Kafka, "kafka", "", "Kafka brokers (absent: the embedded queue)")
 	fs.DurationVar(&c.Hold, "hold", 10*time.Minute, "how long a reserve holds its seats")
@@ -160,8 +162,12 @@ func (c config) print(w io.Writer) {
 		}
 		return s
 	}
-	fmt.Fprintf(w, "config: addr=%s data=%s postgres=%s redis=%s kafka=%s hold=%s pending-grace=%s seatmap-ttl=%s node-id=%d auth-secret=%s\n",
-		c.Addr, c.Data, mask(c.Postgres), mask(c.Redis), mask(c.Kafka), c.Hold, c.PendingGrace, c.SeatmapTTL, c.NodeID,
+	var shards []string
+	for _, u := range strings.Fields(c.Shards) {
+		shards = append(shards, mask(u))
+	}
+	fmt.Fprintf(w, "config: addr=%s data=%s postgres=%s postgres-shards=%q redis=%s kafka=%s hold=%s pending-grace=%s seatmap-ttl=%s node-id=%d auth-secret=%s\n",
+		c.Addr, c.Data, mask(c.Postgres), strings.Join(shards, " "), mask(c.Redis), mask(c.Kafka), c.Hold, c.PendingGrace, c.SeatmapTTL, c.NodeID,
 		map[bool]string{true: "(from BOXOFFICE_AUTH_SECRET)", false: "(kept in the data directory)"}[c.AuthSecret != ""])
 }
 
@@ -169,7 +175,7 @@ func (c config) print(w io.Writer) {
 // intervals; the caller sets the roles.
 func (c config) options(log *slog.Logger, a *auth.Authenticator, fixedNodeID bool) node.Options {
 	return node.Options{
-		Data: c.Data, Postgres: c.Postgres, Redis: c.Redis, Kafka: c.Kafka,
+		Data: c.Data, Postgres: c.Postgres, Shards: strings.Fields(c.Shards), Redis: c.Redis, Kafka: c.Kafka,
 		NodeID: c.NodeID, FixedNodeID: fixedNodeID, QueueSlots: c.QueueSlots, KafkaSession: c.KafkaSession,
 		Sale: sale.Config{HoldTTL: c.Hold, PendingGrace: c.PendingGrace, MaxSeatsPerRequest: c.MaxSeats,
 			MaxLivePerUser: c.QueueMaxLive, PreQueueWindow: c.PreQueue, HandoverGrace: c.HandoverGrace,
