@@ -16,7 +16,9 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/redis"
+	"github.com/boxoffice/boxoffice/snowflake"
 	"github.com/boxoffice/boxoffice/sqlite"
 )
 
@@ -182,6 +184,27 @@ func BenchmarkReserve(b *testing.B) {
 			store := openSchemaStore(b, admin, withQuery(b, pgURL, "pool_max_conns", "32"), "reservebench_")
 			return NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
 				HoldTTL: 10 * time.Minute})
+		}},
+		// Production over two shards (postgres.Sharded, two schemas of the
+		// same server, 16 connections each): what routing by event and id
+		// and the idempotency look-up on every shard cost a reserve.
+		{"Sharded", func(b *testing.B) *Stack {
+			admin, pgURL, client := benchServers(b)
+			prefix := redisPrefix(b, client, "apitest-bench:")
+			var stores []*postgres.Store
+			for range 2 {
+				stores = append(stores, openSchemaStore(b, admin, withQuery(b, pgURL, "pool_max_conns", "16"), "reservebench_"))
+			}
+			sh, err := postgres.NewSharded(ctx, stores, postgres.ShardedConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			gen, err := snowflake.New(int(time.Now().UnixNano()%postgres.ShardNodes), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return NewStack(b, Parts{Store: sh, IDs: postgres.ShardedIDs{IDs: gen, Store: sh},
+				Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix), HoldTTL: 10 * time.Minute})
 		}},
 		// The same reserve with the lock layer in PostgreSQL: the seats'
 		// rows locked with SELECT ... FOR UPDATE (postgres.Holds), the
