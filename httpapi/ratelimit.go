@@ -61,6 +61,13 @@ func (s *Server) SetLimits(l Limits) {
 	}
 }
 
+// LiveStreams is how many live status streams (SSE) this server has open.
+func (s *Server) LiveStreams() int {
+	s.streams.mu.Lock()
+	defer s.streams.mu.Unlock()
+	return s.streams.total
+}
+
 // streamCount counts the live streams of this process, by user.
 type streamCount struct {
 	mu           sync.Mutex

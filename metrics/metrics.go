@@ -1,6 +1,9 @@
 // Package metrics is boxoffice's Prometheus adapter: the HTTP front
-// door's request counts and latencies by route, and the Go runtime's and
-// the process's own figures, on a registry of its own served at /metrics.
+// door's request counts and latencies by route, the sale's own counts
+// (holds, bookings, payments, the queue, the database's guards, outages by
+// port: sale.go), and the Go runtime's and the process's own figures, on a
+// registry of its own served at /metrics. docs/operations.md says what
+// each means; deploy/ has the alert rules and a dashboard.
 package metrics
 
 import (
@@ -18,6 +21,7 @@ type Registry struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	sale     *saleMetrics
 }
 
 // New returns a registry with the HTTP metrics and the Go and process
@@ -36,10 +40,18 @@ func New() *Registry {
 			Help:    "Time to answer an HTTP request, by route pattern (streams excluded).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
 		}, []string{"route"}),
+		sale: newSaleMetrics(),
 	}
+	r.reg.MustRegister(r.sale.collectors()...)
 	r.reg.MustRegister(r.requests, r.duration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
+}
+
+// Gauge adds a gauge read by calling fn at each scrape (fn must be quick
+// and safe for concurrent use).
+func (r *Registry) Gauge(name, help string, fn func() float64) {
+	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
 }
 
 // ObserveRequest counts one answered request; d is left out for streams

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -214,20 +215,51 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	if p.Shared != nil {
 		n.Seats.Share(p.Shared, p.Leases)
 	}
-	n.Sale = sale.New(sale.Deps{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Payments: n.Payments, IDs: p.IDs,
-		Now: o.Now, Log: log, Queue: p.Queue, RequestLog: p.RequestLog, Notifier: p.Notifier,
+	// The use cases' ports, counted for the sale's metrics.
+	ports := metrics.Ports{Store: p.Store, Holds: p.Holds, Payments: n.Payments, Queue: p.Queue}
+	if o.Metrics {
+		n.metrics = metrics.New()
+		ports = n.metrics.Instrument(ports)
+	}
+	n.Sale = sale.New(sale.Deps{Store: ports.Store, Holds: ports.Holds, Leases: p.Leases, Payments: ports.Payments, IDs: p.IDs,
+		Now: o.Now, Log: log, Queue: ports.Queue, RequestLog: p.RequestLog, Notifier: p.Notifier,
 		Layouts: n.Layouts, Availability: n.Seats, Answers: httpapi.Answers{}}, cfg)
 	n.API = httpapi.New(n.Sale, n.Seats, o.Auth, log)
 	n.API.SetLimits(o.Limits)
 	n.handler = web.Mount(n.API) // the browser UI at /app/, the JSON API everywhere else
 	if o.Metrics {
-		n.metrics = metrics.New()
 		n.API.Observe(n.metrics)
+		n.metrics.Gauge("boxoffice_live_streams", "Live status streams (SSE) this process has open.",
+			func() float64 { return float64(n.API.LiveStreams()) })
+		if o.Upkeep {
+			n.metrics.Gauge("boxoffice_outbox_lag_seconds",
+				"Age of the oldest booking event not yet published (0: none pending); read from the store at each scrape, NaN if it cannot be read.",
+				outboxLag(p.Store, o.Now))
+		}
 		if !o.MetricsSeparate {
 			n.handler = metricsForOrganisers(n.handler, n.metrics.Handler(), o.Auth)
 		}
 	}
 	return n, nil
+}
+
+// outboxLag reads the age of the oldest unpublished outbox event.
+func outboxLag(st boxoffice.OutboxStore, now func() time.Time) func() float64 {
+	if now == nil {
+		now = time.Now
+	}
+	return func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		evs, err := st.PendingOutbox(ctx, 1)
+		switch {
+		case err != nil:
+			return math.NaN()
+		case len(evs) == 0:
+			return 0
+		}
+		return max(now().Sub(evs[0].CreatedAt).Seconds(), 0)
+	}
 }
 
 func cacheEvents(n int) int {

@@ -1,0 +1,121 @@
+package node_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/auth"
+	"github.com/boxoffice/boxoffice/node"
+)
+
+// TestMetricsTheRulesAndDashboardQueryExist runs a node with every role,
+// drives a reserve and a pay, scrapes /metrics, and checks that every
+// metric the alert rules (deploy/prometheus) and the dashboard
+// (deploy/grafana) query is in the scrape, and that the sale's counters
+// moved as the requests did.
+func TestMetricsTheRulesAndDashboardQueryExist(t *testing.T) {
+	ctx := context.Background()
+	a, err := auth.New([]byte("node-test-secret-node-test-secret-0123"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.New(ctx, node.Options{Data: t.TempDir(), Auth: a, Metrics: true, API: true, Workers: 1, Upkeep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- n.Serve(sctx, ln, 5*time.Second) }()
+	defer func() {
+		stop()
+		<-served
+		n.Close()
+	}()
+	base := "http://" + ln.Addr().String()
+	admin, _ := a.Issue("organiser", boxoffice.RoleAdmin, time.Hour)
+	fan, _ := a.Issue("fan-1", "", time.Hour)
+	other, _ := a.Issue("fan-2", "", time.Hour)
+	var ev struct {
+		ID boxoffice.ID `json:"event_id"`
+	}
+	call(t, "POST", base+"/events", admin, "", map[string]any{
+		"name": "Metrics", "venue": "Hall", "starts_at": time.Now().Add(48 * time.Hour).Format(time.RFC3339),
+		"sale_opens_at": time.Now().Add(-time.Minute).Format(time.RFC3339), "sale_mode": "direct",
+		"sections": []map[string]any{{"name": "A", "price_tier": "std", "price_cents": 1000, "rows": 1, "seats_per_row": 5}},
+	}, http.StatusCreated, &ev)
+	var res struct {
+		BookingID boxoffice.ID `json:"booking_id"`
+	}
+	call(t, "POST", base+"/bookings/reserve", fan, "k1", map[string]any{"event_id": ev.ID, "seat_ids": []string{"A-A-1", "A-A-2"}}, http.StatusCreated, &res)
+	call(t, "POST", base+"/bookings/reserve", other, "k1", map[string]any{"event_id": ev.ID, "seat_ids": []string{"A-A-2"}}, http.StatusConflict, nil)
+	call(t, "POST", base+"/bookings/"+res.BookingID.String()+"/confirm", fan, "k2", map[string]any{"payment_token": "tok_visa"}, http.StatusOK, nil)
+
+	scrape := scrapeMetrics(t, base, admin)
+	names := map[string]bool{}
+	for _, line := range strings.Split(scrape, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			names[regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*`).FindString(line)] = true
+		}
+	}
+	queried := regexp.MustCompile(`\b(?:boxoffice|go|process)_[a-z0-9_]+`)
+	for _, file := range []string{"../deploy/prometheus/boxoffice.rules.yml", "../deploy/grafana/boxoffice-sale.json"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := queried.FindAllString(string(b), -1)
+		if len(found) == 0 {
+			t.Errorf("%s queries no boxoffice metric", file)
+		}
+		for _, m := range found {
+			if !names[m] {
+				t.Errorf("%s queries %s, which a scrape of a running node does not have", file, m)
+			}
+		}
+	}
+	// The counters moved with the requests: two holds asked (one granted,
+	// one refused), a booking held and confirmed, a payment authorized.
+	for _, want := range []string{
+		`boxoffice_holds_total{outcome="granted"} 1`,
+		`boxoffice_holds_total{outcome="refused"} 1`,
+		`boxoffice_held_seats_total 2`,
+		`boxoffice_bookings_total{transition="held"} 1`,
+		`boxoffice_bookings_total{transition="confirmed"} 1`,
+		`boxoffice_payments_total{op="authorize",outcome="ok"} 1`,
+		`boxoffice_guard_hits_total{check="seat_sold_at_confirm"} 0`,
+		`boxoffice_unavailable_total{port="store"} 0`,
+		`boxoffice_live_streams 0`,
+	} {
+		if !strings.Contains(scrape, want+"\n") {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+}
+
+func scrapeMetrics(t *testing.T, base, tok string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, b)
+	}
+	return string(b)
+}
