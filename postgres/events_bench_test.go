@@ -13,47 +13,57 @@ import (
 // BenchmarkEventsGrow runs reserve, confirm and the seat map's rebuild
 // reads for one event of 5,000 seats in a database of 1 event and of
 // 2,000 (the others a tenth sold: bookings, their seats, tickets and
-// payments), in the same run, to show that the hot statements of one
-// event do not slow down as the events around it grow (issue 18). Run it
-// with, for example:
+// payments), with the shows spread over 3 months (about what stays live
+// when past months are archived) and over 24, in the same run, to show
+// what the events around an event cost its hot statements and what the
+// months of partitions do (issue 18). Run it with, for example:
 //
 //	go test ./postgres -run '^$' -bench EventsGrow -benchtime 1000x
 //
 // Setting up 2,000 events (10 million seats, a million of them sold)
-// takes a minute or two; it is not part of the test suite.
+// takes a minute or two each time; it is not part of the test suite.
 func BenchmarkEventsGrow(b *testing.B) {
-	for _, n := range eventCounts {
-		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			s := newStore(b)
-			hot := eventsAround(b, s, n)
-			b.Run("Reserve", func(b *testing.B) { benchReserveOf(b, s, hot) })
-			b.Run("Confirm", func(b *testing.B) { benchConfirmOf(b, s, hot) })
-			b.Run("SeatMapRebuild", func(b *testing.B) {
-				ctx := context.Background()
-				for b.Loop() {
-					if _, err := s.SoldSeats(ctx, hot.ID); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := s.EventListings(ctx, hot.ID); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		})
+	for _, months := range []int{3, 24} {
+		for _, n := range eventCounts {
+			b.Run(fmt.Sprintf("months=%d/events=%d", months, n), func(b *testing.B) { eventsGrow(b, n, months) })
+		}
 	}
 }
 
-// eventsAround creates n-1 events of 5,000 seats, a tenth of each sold by
-// bulk SQL, their shows spread over 24 months (so 24 partitions, besides
-// the legacy one: the lookups by id alone probe every one), then the event
-// the benchmark runs on, and returns it.
-func eventsAround(b *testing.B, s *postgres.Store, n int) *boxoffice.Event {
+func eventsGrow(b *testing.B, n, months int) {
+	s := newStore(b)
+	hot := eventsAround(b, s, n, months)
+	b.Run("Reserve", func(b *testing.B) { benchReserveOf(b, s, hot) })
+	b.Run("Confirm", func(b *testing.B) { benchConfirmOf(b, s, hot) })
+	b.Run("SeatMapRebuild", func(b *testing.B) {
+		ctx := context.Background()
+		for b.Loop() {
+			if _, err := s.SoldSeats(ctx, hot.ID); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.EventListings(ctx, hot.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// eventsAround creates the partitions of the given months of shows (the
+// legacy one besides: the lookups by id alone probe every one), n-1 events
+// of 5,000 seats spread over them, a tenth of each sold by bulk SQL, then
+// the event the benchmark runs on, and returns it.
+func eventsAround(b *testing.B, s *postgres.Store, n, months int) *boxoffice.Event {
 	b.Helper()
 	ctx := context.Background()
 	start := time.Now()
+	for i := range months {
+		if err := s.EnsurePartition(ctx, boxoffice.ID(postgres.EventIDAt(showMonth(i)))); err != nil {
+			b.Fatal(err)
+		}
+	}
 	ids := make([]int64, 0, n-1)
 	for i := range n - 1 {
-		ids = append(ids, int64(createEventShowing(b, s, showMonth(i%24), 50, 100, 8).ID))
+		ids = append(ids, int64(createEventShowing(b, s, showMonth(i%months), 50, 100, 8).ID))
 	}
 	if len(ids) > 0 {
 		// One booking per sold seat: the first ten seats of every row.
@@ -81,7 +91,7 @@ func eventsAround(b *testing.B, s *postgres.Store, n int) *boxoffice.Event {
 		}
 	}
 	b.Logf("%d events around the one measured, set up in %s", n-1, time.Since(start).Round(time.Second))
-	return createEventShowing(b, s, showMonth(5), 50, 100, 8)
+	return createEventShowing(b, s, showMonth(1), 50, 100, 8)
 }
 
 // showMonth is a show time in the i-th month from January 2031.

@@ -32,6 +32,11 @@ var (
 	FencingSQL     = fencingSQL
 )
 
+// EnsurePartition creates the partitions of the month of event id.
+func (s *Store) EnsurePartition(ctx context.Context, id boxoffice.ID) error {
+	return s.ensurePartition(ctx, id)
+}
+
 func (s *Store) Transact(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return s.transact(ctx, fn)
 }
