@@ -51,6 +51,9 @@ type QueuedRequest struct {
 	RequestHash    string         `json:"request_hash"`
 	Position       int64          `json:"position"` // 0 while waiting for the sale to open
 	EnqueuedAt     time.Time      `json:"enqueued_at"`
+	// TraceParent is the W3C traceparent of the reserve that enqueued the
+	// request ("" untraced): the worker's decision joins its trace.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // QueueEntry is a request with where it is.

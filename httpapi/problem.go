@@ -93,7 +93,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if clientGone(r, err) {
 		// The client hung up: nobody reads the answer, and it is not the
 		// server's fault. Say so at debug level, not as an internal error.
-		log.Debug("client gone", "method", r.Method, "path", r.URL.Path)
+		log.DebugContext(r.Context(), "client gone", "method", r.Method, "path", r.URL.Path)
 		err = boxoffice.Errorf(boxoffice.EUNAVAILABLE, "the request was cancelled")
 		k := problems[boxoffice.EUNAVAILABLE]
 		w.Header().Set("Content-Type", "application/problem+json")
@@ -120,10 +120,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	detail := boxoffice.ErrorMessage(err)
 	switch code {
 	case boxoffice.EINTERNAL:
-		log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		detail = "internal error"
 	case boxoffice.EUNAVAILABLE:
-		log.Warn("unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.WarnContext(r.Context(), "unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if code == boxoffice.EUNAVAILABLE || code == boxoffice.EIDEMINFLIGHT {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))

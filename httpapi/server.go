@@ -14,9 +14,16 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/auth"
 	"github.com/boxoffice/boxoffice/sale"
+	"github.com/boxoffice/boxoffice/tracing"
 )
 
 //go:embed openapi.json
@@ -132,9 +139,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 // wrap applies auth to a route and turns its error into a problem.
 func (s *Server) wrap(rt Route) http.Handler {
+	name := rt.Method + " " + rt.Pattern
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A span per request, continuing the caller's trace (traceparent);
+		// its id goes back in X-Trace-Id, so a buyer's support ticket
+		// leads to the logs of every process the request crossed.
+		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.route", rt.Pattern), attribute.String("http.request.method", rt.Method)))
+		defer span.End()
+		if id := tracing.TraceID(ctx); id != "" {
+			w.Header().Set("X-Trace-Id", id)
+		}
+		r = r.WithContext(ctx)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		w = rec
+		defer func() {
+			span.SetAttributes(attribute.Int("http.response.status_code", rec.status))
+			if rec.status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(rec.status))
+			}
+		}()
 		if s.observer != nil {
-			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 			start := time.Now()
 			defer func() {
 				d := time.Since(start)
@@ -143,7 +169,6 @@ func (s *Server) wrap(rt Route) http.Handler {
 				}
 				s.observer.ObserveRequest(rt.Pattern, rt.Method, rec.status, d)
 			}()
-			w = rec
 		}
 		u, err := s.authenticate(r, rt.access)
 		if err == nil {

@@ -93,7 +93,7 @@ func (s *Tickets) Cancel(ctx context.Context, u boxoffice.User, req CancelReques
 	// whoever holds it, and the sale is cancelled all the same.
 	if _, err := s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: b.EventID, SeatIDs: b.SeatIDs, Owner: b.ID,
 		TTL: s.cfg.HandoverGrace}); err != nil {
-		s.log.Warn("hold a cancelled booking's seats for the waitlist", "booking", b.ID, "err", err)
+		s.log.WarnContext(ctx, "hold a cancelled booking's seats for the waitlist", "booking", b.ID, "err", err)
 	}
 	preview := &Cancellation{BookingID: b.ID, Status: string(boxoffice.BookingCancelled), RefundCents: b.AmountCents,
 		RefundStatus: "pending"}
@@ -123,7 +123,7 @@ func (s *Tickets) cancellation(ctx context.Context, b *boxoffice.Booking) (*Canc
 	}
 	if p.Status == boxoffice.PaymentRefundPending {
 		if err := s.refund(ctx, *p); err != nil {
-			s.log.Warn("refund; the reconciler will retry", "booking", b.ID, "err", err)
+			s.log.WarnContext(ctx, "refund; the reconciler will retry", "booking", b.ID, "err", err)
 			return c, nil
 		}
 	}

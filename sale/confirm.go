@@ -182,7 +182,7 @@ func (s *Bookings) confirmed(ctx context.Context, u boxoffice.User, req ConfirmR
 	c := confirmationOf(b)
 	if rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeConfirmed, c); err == nil {
 		if err := s.store.PutIdempotency(ctx, rec); err != nil && !isCode(err, boxoffice.EIDEMINFLIGHT) {
-			s.log.Warn("record idempotent confirm", "booking", b.ID, "err", err)
+			s.log.WarnContext(ctx, "record idempotent confirm", "booking", b.ID, "err", err)
 		}
 	}
 	return c, nil
@@ -206,7 +206,7 @@ func (s *core) void(ctx context.Context, authID string, bookingID boxoffice.ID) 
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	if err := s.payments.Void(ctx, authID); err != nil {
-		s.log.Error("void authorization", "booking", bookingID, "auth", authID, "err", err)
+		s.log.ErrorContext(ctx, "void authorization", "booking", bookingID, "auth", authID, "err", err)
 	}
 }
 
@@ -216,10 +216,10 @@ func (s *Bookings) capture(ctx context.Context, bookingID boxoffice.ID, authID s
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	if err := s.payments.Capture(ctx, authID); err != nil {
-		s.log.Warn("capture payment; the reconciler will retry", "booking", bookingID, "err", err)
+		s.log.WarnContext(ctx, "capture payment; the reconciler will retry", "booking", bookingID, "err", err)
 		return
 	}
 	if err := s.store.MarkCaptured(ctx, bookingID); err != nil {
-		s.log.Warn("mark payment captured; the reconciler will retry", "booking", bookingID, "err", err)
+		s.log.WarnContext(ctx, "mark payment captured; the reconciler will retry", "booking", bookingID, "err", err)
 	}
 }

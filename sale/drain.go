@@ -76,12 +76,22 @@ func (s *Queue) serveOnce(ctx context.Context, rs []*boxoffice.QueuedRequest) (i
 			p.release()
 		}
 	})
+	spans := startDecisions(ctx, ps)
+	defer spans.end()
+	t := time.Now()
 	s.checkQueued(ctx, ps)
 	s.replayQueued(ctx, ps)
 	s.soldOutQueued(ctx, ps) // after the replay: a request booked before keeps its booking
+	spans.step("boxoffice.queue.check", t)
+	t = time.Now()
 	s.holdQueued(ctx, ps)
+	spans.step("boxoffice.holds.acquire_many", t)
+	t = time.Now()
 	s.bookQueued(ctx, ps)
+	spans.step("boxoffice.store.create_bookings", t)
+	t = time.Now()
 	err = s.finishQueued(ctx, ps)
+	spans.step("boxoffice.queue.finish_many", t)
 	for _, p := range ps {
 		if p.out == nil && isCode(p.err, boxoffice.EIDEMINFLIGHT) {
 			inflight = append(inflight, p.r)
@@ -409,7 +419,7 @@ func (s *Queue) finishQueued(ctx context.Context, ps []*queued) error {
 		}
 		// Best effort: the stream also polls the state.
 		if err := s.notifier.Notify(ctx, notices...); err != nil {
-			s.log.Warn("queue notices", "requests", len(notices), "err", err)
+			s.log.WarnContext(ctx, "queue notices", "requests", len(notices), "err", err)
 		}
 	}
 	return first

@@ -6,8 +6,13 @@ import (
 	"math"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/layout"
+	"github.com/boxoffice/boxoffice/tracing"
 )
 
 // QueueTicket is the front door's answer to a reserve for a queued sale
@@ -96,11 +101,17 @@ func (s *Queue) Enqueue(ctx context.Context, u boxoffice.User, req ReserveReques
 		return nil, err
 	}
 	r := &boxoffice.QueuedRequest{ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Best: req.Best,
-		IdempotencyKey: req.IdempotencyKey, RequestHash: hash, EnqueuedAt: now}
-	e, replay, err := s.admit(ctx, r, preQueue)
+		IdempotencyKey: req.IdempotencyKey, RequestHash: hash, EnqueuedAt: now, TraceParent: tracing.Parent(ctx)}
+	actx, span := tracing.Tracer().Start(ctx, "boxoffice.queue.admit", trace.WithAttributes(
+		attribute.String("boxoffice.request_id", id.String()), attribute.String("boxoffice.event_id", ev.ID.String())))
+	e, replay, err := s.admit(actx, r, preQueue)
 	if err != nil {
+		span.SetStatus(codes.Error, boxoffice.ErrorCode(err))
+		span.End()
 		return nil, err
 	}
+	span.SetAttributes(attribute.Bool("boxoffice.replay", replay))
+	span.End()
 	t, err := s.ticket(ctx, e)
 	if err != nil {
 		return nil, err
@@ -140,7 +151,7 @@ func (s *Queue) soldOutAtTheDoor(ctx context.Context, u boxoffice.User, l *layou
 		return nil, short
 	}
 	if _, err := s.queue.MarkSoldOut(ctx, l.Event.ID); err != nil {
-		s.log.Warn("mark sold out", "event", l.Event.ID, "err", err)
+		s.log.WarnContext(ctx, "mark sold out", "event", l.Event.ID, "err", err)
 	}
 	return nil, errSoldOut(l.Event.ID)
 }
@@ -307,7 +318,7 @@ func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 	if err := s.queue.MarkReleased(ctx, eventID); err != nil {
 		return err
 	}
-	s.log.Info("pre-queue drawn", "event", eventID, "requests", len(drawn))
+	s.log.InfoContext(ctx, "pre-queue drawn", "event", eventID, "requests", len(drawn))
 	return nil
 }
 
@@ -325,7 +336,7 @@ func (s *Queue) RunOpener(ctx context.Context, interval time.Duration) {
 				continue
 			}
 			if err := s.OpenQueue(ctx, ev.ID); err != nil && ctx.Err() == nil {
-				s.log.Warn("open pre-queue", "event", ev.ID, "err", err)
+				s.log.WarnContext(ctx, "open pre-queue", "event", ev.ID, "err", err)
 			}
 		}
 	})

@@ -45,7 +45,7 @@ func (s *Upkeep) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 	for _, p := range ps {
 		if err := s.payments.Capture(ctx, p.AuthID); err != nil {
-			s.log.Warn("reconciler capture", "booking", p.BookingID, "err", err)
+			s.log.WarnContext(ctx, "reconciler capture", "booking", p.BookingID, "err", err)
 			continue
 		}
 		if err := s.store.MarkCaptured(ctx, p.BookingID); err != nil {
@@ -62,7 +62,7 @@ func (s *Upkeep) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 	for _, p := range due {
 		if err := s.tickets.refund(ctx, p); err != nil {
-			s.log.Warn("reconciler refund", "booking", p.BookingID, "err", err)
+			s.log.WarnContext(ctx, "reconciler refund", "booking", p.BookingID, "err", err)
 			continue
 		}
 		r.Refunded++
@@ -77,10 +77,10 @@ func (s *Upkeep) RunReconciler(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, nil, func() {
 		r, err := s.Reconcile(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.log.Warn("reconciler pass failed", "err", err)
+			s.log.WarnContext(ctx, "reconciler pass failed", "err", err)
 		}
 		if r.Expired+r.Captured+r.Refunded > 0 {
-			s.log.Info("reconciler", "expired", r.Expired, "captured", r.Captured, "refunded", r.Refunded, "purged", r.Purged)
+			s.log.InfoContext(ctx, "reconciler", "expired", r.Expired, "captured", r.Captured, "refunded", r.Refunded, "purged", r.Purged)
 		}
 	})
 }

@@ -109,7 +109,7 @@ func (s *Resale) ListTicket(ctx context.Context, u boxoffice.User, req ListReque
 	// confirm): free the seat there, so that buyers can hold it. Check and
 	// delete by the ticket's booking, so nobody else's hold is touched.
 	if _, err := s.holds.Release(ctx, t.EventID, []string{t.SeatID}, t.BookingID); err != nil {
-		s.log.Warn("free a listed seat in the lock layer", "ticket", t.ID, "err", err)
+		s.log.WarnContext(ctx, "free a listed seat in the lock layer", "ticket", t.ID, "err", err)
 	}
 	return s.listingView(l, ls, true), nil
 }

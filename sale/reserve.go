@@ -240,6 +240,6 @@ func (s *core) releaseHold(ctx context.Context, eventID boxoffice.ID, seatIDs []
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	if _, err := s.holds.Release(ctx, eventID, seatIDs, owner); err != nil {
-		s.log.Warn("release hold", "event", eventID, "booking", owner, "err", err)
+		s.log.WarnContext(ctx, "release hold", "event", eventID, "booking", owner, "err", err)
 	}
 }

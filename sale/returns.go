@@ -86,10 +86,10 @@ func (s *Waitlist) RunReturns(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, s.returnsKick, func() {
 		r, err := s.ProcessReturns(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.log.Warn("returns pass failed; the next one retries", "err", err)
+			s.log.WarnContext(ctx, "returns pass failed; the next one retries", "err", err)
 		}
 		if r.Returns > 0 {
-			s.log.Info("seats returned", "expired", r.Expired, "returns", r.Returns, "offers", r.Offers, "released", r.Released)
+			s.log.InfoContext(ctx, "seats returned", "expired", r.Expired, "returns", r.Returns, "offers", r.Offers, "released", r.Released)
 		}
 	})
 }
@@ -113,7 +113,7 @@ func (s *Waitlist) returnSeats(ctx context.Context, b *boxoffice.Booking) {
 	defer cancel()
 	ret := boxoffice.SeatReturn{EventID: b.EventID, BookingID: b.ID, SeatIDs: b.SeatIDs, ListingID: b.ListingID}
 	if _, _, err := s.handleReturn(ctx, ret); err != nil {
-		s.log.Warn("return seats; the returns pass will retry", "booking", b.ID, "err", err)
+		s.log.WarnContext(ctx, "return seats; the returns pass will retry", "booking", b.ID, "err", err)
 	}
 	s.kickReturns()
 }
@@ -257,15 +257,15 @@ func (s *Waitlist) offer(ctx context.Context, l *layout.Layout, e *boxoffice.Wai
 	err = s.store.CreateBooking(ctx, boxoffice.NewBooking{Booking: b, TicketLimit: l.Event.TicketLimit})
 	switch boxoffice.ErrorCode(err) {
 	case "":
-		s.log.Info("waitlist offer", "event", l.Event.ID, "entry", e.ID, "booking", id, "seats", len(pick))
+		s.log.InfoContext(ctx, "waitlist offer", "event", l.Event.ID, "entry", e.ID, "booking", id, "seats", len(pick))
 		if s.notifier != nil {
 			if err := s.notifier.Notify(ctx, boxoffice.QueueNotice{RequestID: e.ID, EventID: e.EventID, UserID: e.UserID}); err != nil {
-				s.log.Warn("waitlist notice", "entry", e.ID, "err", err)
+				s.log.WarnContext(ctx, "waitlist notice", "entry", e.ID, "err", err)
 			}
 		}
 		return true, nil, nil
 	case boxoffice.ELIMIT, boxoffice.ECONFLICT, boxoffice.ESEATTAKEN, boxoffice.EINVALID:
-		s.log.Info("waitlist entry skipped", "entry", e.ID, "reason", boxoffice.ErrorCode(err))
+		s.log.InfoContext(ctx, "waitlist entry skipped", "entry", e.ID, "reason", boxoffice.ErrorCode(err))
 		if holder != 0 {
 			if _, err := s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: l.Event.ID, SeatIDs: pick, Owner: holder,
 				TTL: s.cfg.HandoverGrace, Supersede: id}); err == nil {
@@ -292,7 +292,7 @@ func (s *core) giveBack(ctx context.Context, eventID boxoffice.ID, seatIDs []str
 	defer cancel()
 	n, err := s.holds.Release(ctx, eventID, seatIDs, holder)
 	if err != nil {
-		s.log.Warn("give seats back", "event", eventID, "holder", holder, "err", err)
+		s.log.WarnContext(ctx, "give seats back", "event", eventID, "holder", holder, "err", err)
 	}
 	return n
 }

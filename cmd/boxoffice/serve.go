@@ -16,6 +16,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/auth"
 	"github.com/boxoffice/boxoffice/node"
+	"github.com/boxoffice/boxoffice/tracing"
 )
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -29,6 +30,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	c.AuthSecret = getenv("BOXOFFICE_AUTH_SECRET")
 	log := newLogger(stderr, c.LogLevel)
 	c.print(stdout)
+	flush, err := setupTracing(ctx, "serve", log)
+	if err != nil {
+		return err
+	}
+	defer flush()
 
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
@@ -56,18 +62,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	if c.Metrics && c.MetricsAddr != "" {
-		mln, err := net.Listen("tcp", c.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-		own := http.NewServeMux()
-		own.Handle("GET /metrics", n.MetricsHandler())
-		msrv := &http.Server{Handler: own, ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = msrv.Serve(mln) }()
-		defer msrv.Close()
-		fmt.Fprintf(stdout, "metrics at http://%s/metrics\n", mln.Addr())
+	stopMetrics, err := serveMetrics(c, n, stdout)
+	if err != nil {
+		return err
 	}
+	defer stopMetrics()
 	base := "http://" + ln.Addr().String()
 	// Sign-in tokens are printed for the embedded default on this machine
 	// alone: a server on a shared store or a public address logs its
@@ -78,12 +77,51 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return err
 }
 
+// serveMetrics serves the node's /metrics on --metrics-addr alone, if
+// given; stop closes the listener.
+func serveMetrics(c config, n *node.Node, stdout io.Writer) (stop func(), err error) {
+	if !c.Metrics || c.MetricsAddr == "" || n.MetricsHandler() == nil {
+		return func() {}, nil
+	}
+	mln, err := net.Listen("tcp", c.MetricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	own := http.NewServeMux()
+	own.Handle("GET /metrics", n.MetricsHandler())
+	msrv := &http.Server{Handler: own, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = msrv.Serve(mln) }()
+	fmt.Fprintf(stdout, "metrics at http://%s/metrics\n", mln.Addr())
+	return func() { msrv.Close() }, nil
+}
+
+// newLogger logs text at level; a record logged with a traced request's
+// context carries its trace_id (tracing.LogHandler).
 func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(tracing.LogHandler{Handler: slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})})
+}
+
+// setupTracing turns OpenTelemetry traces on as the OTEL_* variables say
+// (off without an OTLP endpoint); the returned func flushes them.
+func setupTracing(ctx context.Context, part string, log *slog.Logger) (func(), error) {
+	shutdown, err := tracing.Setup(ctx, "boxoffice-"+part)
+	if err != nil {
+		return nil, fmt.Errorf("OpenTelemetry: %w", err)
+	}
+	if tracing.Enabled() {
+		log.Info("traces exported over OTLP", "part", part)
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	}, nil
 }
 
 // nodeIDFixed reports whether --node-id was given (flag or variable):
@@ -123,6 +161,11 @@ func runPart(ctx context.Context, name string, args []string, getenv func(string
 		return err
 	}
 	log := newLogger(stderr, c.LogLevel)
+	flush, err := setupTracing(ctx, name, log)
+	if err != nil {
+		return err
+	}
+	defer flush()
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -132,7 +175,8 @@ func runPart(ctx context.Context, name string, args []string, getenv func(string
 		return err
 	}
 	o := c.options(log, a, nodeIDFixed(fs, getenv))
-	o.Metrics = false
+	// Without the API, metrics are served on --metrics-addr alone.
+	o.Metrics, o.MetricsSeparate = c.Metrics && c.MetricsAddr != "", true
 	if err := role(c, &o); err != nil {
 		return err
 	}
@@ -141,6 +185,11 @@ func runPart(ctx context.Context, name string, args []string, getenv func(string
 		return err
 	}
 	defer n.Close()
+	stopMetrics, err := serveMetrics(c, n, stdout)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	if o.Workers > 0 && n.Parts().Queue == nil {
 		return errors.New("no queue in this configuration: give --kafka (with --redis) or use the embedded store")
 	}
