@@ -54,6 +54,33 @@ func (r *Registry) Gauge(name, help string, fn func() float64) {
 	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
 }
 
+// SeatCounts is a source of seat counts by event: it calls yield for each
+// event being sold now with its seats per status.
+type SeatCounts func(yield func(eventID string, counts map[string]int))
+
+// Seats adds boxoffice_seats{event,status}, read from src at each scrape.
+// Its events are those src yields (the seat maps being read now), so the
+// series stay bounded by the seat-map cache and go away with the sale.
+func (r *Registry) Seats(src SeatCounts) {
+	r.reg.MustRegister(seatsCollector{src})
+}
+
+var seatsDesc = prometheus.NewDesc("boxoffice_seats",
+	"Seats of the events whose seat maps this process serves now, by status (available, held, sold, resale), as of the last snapshot (at most the seat-map TTL old).",
+	[]string{"event", "status"}, nil)
+
+type seatsCollector struct{ src SeatCounts }
+
+func (c seatsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- seatsDesc }
+
+func (c seatsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.src(func(event string, counts map[string]int) {
+		for status, n := range counts {
+			ch <- prometheus.MustNewConstMetric(seatsDesc, prometheus.GaugeValue, float64(n), event, status)
+		}
+	})
+}
+
 // ObserveRequest counts one answered request; d is left out for streams
 // (negative), whose duration says nothing about the server's speed.
 func (r *Registry) ObserveRequest(route, method string, status int, d time.Duration) {

@@ -61,6 +61,9 @@ func TestMetricsTheRulesAndDashboardQueryExist(t *testing.T) {
 	call(t, "POST", base+"/bookings/reserve", fan, "k1", map[string]any{"event_id": ev.ID, "seat_ids": []string{"A-A-1", "A-A-2"}}, http.StatusCreated, &res)
 	call(t, "POST", base+"/bookings/reserve", other, "k1", map[string]any{"event_id": ev.ID, "seat_ids": []string{"A-A-2"}}, http.StatusConflict, nil)
 	call(t, "POST", base+"/bookings/"+res.BookingID.String()+"/confirm", fan, "k2", map[string]any{"payment_token": "tok_visa"}, http.StatusOK, nil)
+	if code := get(t, base+"/events/"+ev.ID.String()+"/seats", ""); code != http.StatusOK {
+		t.Fatalf("seat map: %d", code)
+	}
 
 	scrape := scrapeMetrics(t, base, admin)
 	names := map[string]bool{}
@@ -97,6 +100,8 @@ func TestMetricsTheRulesAndDashboardQueryExist(t *testing.T) {
 		`boxoffice_guard_hits_total{check="seat_sold_at_confirm"} 0`,
 		`boxoffice_unavailable_total{port="store"} 0`,
 		`boxoffice_live_streams 0`,
+		`boxoffice_seats{event="` + ev.ID.String() + `",status="sold"} 2`,
+		`boxoffice_seats{event="` + ev.ID.String() + `",status="available"} 3`,
 	} {
 		if !strings.Contains(scrape, want+"\n") {
 			t.Errorf("scrape lacks %q", want)

@@ -231,6 +231,20 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		n.API.Observe(n.metrics)
 		n.metrics.Gauge("boxoffice_live_streams", "Live status streams (SSE) this process has open.",
 			func() float64 { return float64(n.API.LiveStreams()) })
+		// The seats of the events whose maps were built in the last
+		// minute (or three TTLs): the sales being watched now.
+		recent := max(time.Minute, 3*o.SeatmapTTL)
+		n.metrics.Seats(func(yield func(string, map[string]int)) {
+			var snaps []*seatmap.Snapshot // yielded outside the cache's lock
+			n.Seats.Recent(recent, func(s *seatmap.Snapshot) {
+				if !s.Degraded {
+					snaps = append(snaps, s)
+				}
+			})
+			for _, s := range snaps {
+				yield(s.EventID.String(), s.Counts)
+			}
+		})
 		if o.Upkeep {
 			n.metrics.Gauge("boxoffice_outbox_lag_seconds",
 				"Age of the oldest booking event not yet published (0: none pending); read from the store at each scrape, NaN if it cannot be read.",

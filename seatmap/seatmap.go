@@ -203,6 +203,20 @@ func (c *Cache) Events() int {
 // TTL is how long a snapshot is served.
 func (c *Cache) TTL() time.Duration { return c.ttl }
 
+// Recent calls f with each cached snapshot built in the last maxAge: the
+// events whose seat maps this process serves now (a snapshot read is
+// rebuilt every TTL). f must be quick and must not call the cache.
+func (c *Cache) Recent(maxAge time.Duration, f func(s *Snapshot)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries.Range(func(_ boxoffice.ID, s *Snapshot) bool {
+		if c.younger(s, maxAge) {
+			f(s)
+		}
+		return true
+	})
+}
+
 // Builds returns how many snapshots were built so far.
 func (c *Cache) Builds() int { return int(c.builds.Load()) }
 
