@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/boxoffice/boxoffice/internal/pgcluster"
 )
 
 // proc is one process of the topology: started, killed, stopped and
@@ -211,24 +212,11 @@ func (p *proc) kill() {
 	}
 }
 
-// freePort returns a loopback port that was free a moment ago, below
-// Linux's ephemeral range (32768 up) when it can: a process restarted on
-// its port must not find it taken by some outgoing connection meanwhile.
-func freePort() (int, error) {
-	for range 50 {
-		port := 20000 + rand.IntN(12000)
-		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			ln.Close()
-			return port, nil
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort and run are pgcluster's, which needs them too.
+var (
+	freePort = pgcluster.FreePort
+	run      = pgcluster.Run
+)
 
 // httpOK is a readiness check: GET url answers 200.
 func httpOK(url string) func(ctx context.Context) error {
@@ -268,15 +256,4 @@ func redisPing(addr string) func(ctx context.Context) error {
 		}
 		return nil
 	}
-}
-
-// run runs a command to its end (bounded) and returns its combined output.
-func run(timeout time.Duration, name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return string(out), nil
 }

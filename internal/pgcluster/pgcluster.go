@@ -79,7 +79,7 @@ func New(prefix string) (*Cluster, error) {
 		return nil, err
 	}
 	dropStaleClusters(version, prefix)
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func New(prefix string) (*Cluster, error) {
 	c.logPath = fmt.Sprintf("/var/log/postgresql/postgresql-%s-%s.log", version, c.name)
 	// localhost: loopback only (127.0.0.1 and ::1). pg_createcluster
 	// writes -o values unquoted, which an address with dots does not survive.
-	if _, err := run(2*time.Minute, "pg_createcluster", version, c.name, "-p", strconv.Itoa(port),
+	if _, err := Run(2*time.Minute, "pg_createcluster", version, c.name, "-p", strconv.Itoa(port),
 		"--start-conf=manual", "-o", "listen_addresses=localhost", "-o", "max_connections=200",
 		"--", "--auth=trust"); err != nil {
 		c.Drop()
@@ -130,7 +130,7 @@ func (c *Cluster) LogPath() string { return c.logPath }
 
 func (c *Cluster) ctl(action string, extra ...string) error {
 	args := append([]string{"--skip-systemctl-redirect", c.version, c.name, action}, extra...)
-	_, err := run(time.Minute, "pg_ctlcluster", args...)
+	_, err := Run(time.Minute, "pg_ctlcluster", args...)
 	return err
 }
 
@@ -186,7 +186,7 @@ func (c *Cluster) Drop() {
 	if c == nil {
 		return
 	}
-	_, _ = run(2*time.Minute, "pg_dropcluster", "--stop", c.version, c.name)
+	_, _ = Run(2*time.Minute, "pg_dropcluster", "--stop", c.version, c.name)
 	_ = os.RemoveAll(filepath.Join("/etc/postgresql", c.version, c.name))
 }
 
@@ -213,7 +213,7 @@ func pgVersion() string {
 // process is gone.
 func dropStaleClusters(version, prefix string) {
 	staleRE := regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `(\d+)_\d+$`)
-	out, err := run(30*time.Second, "pg_lsclusters", "-h")
+	out, err := Run(30*time.Second, "pg_lsclusters", "-h")
 	if err != nil {
 		return
 	}
@@ -240,10 +240,10 @@ func dropStaleClusters(version, prefix string) {
 	}
 }
 
-// freePort returns a loopback port that was free a moment ago, below
+// FreePort returns a loopback port that was free a moment ago, below
 // Linux's ephemeral range (32768 up) when it can: a server restarted on
 // its port must not find it taken by some outgoing connection meanwhile.
-func freePort() (int, error) {
+func FreePort() (int, error) {
 	for range 50 {
 		port := 20000 + rand.IntN(12000)
 		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
@@ -259,8 +259,8 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// run runs a command to its end (bounded) and returns its combined output.
-func run(timeout time.Duration, name string, args ...string) (string, error) {
+// Run runs a command to its end (bounded) and returns its combined output.
+func Run(timeout time.Duration, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
