@@ -28,6 +28,7 @@ type saleMetrics struct {
 	decided     *prometheus.CounterVec // status, reason
 	unavailable *prometheus.CounterVec // port
 	purged      *prometheus.CounterVec // what
+	upkeep      *prometheus.CounterVec // action
 }
 
 // Label values, all registered at start so that every series is scraped
@@ -39,6 +40,7 @@ var (
 	paymentOps      = []string{"authorize", "capture", "void", "refund"}
 	paymentOutcomes = []string{"ok", "declined", "unavailable", "error"}
 	ports           = []string{"store", "holds", "payments", "queue"}
+	upkeepActions   = []string{"return_handled", "waitlist_offer", "refund_recorded", "capture_recorded"}
 	decisions       = map[string][]string{
 		"held":     {""},
 		"rejected": {boxoffice.ESOLDOUT, boxoffice.ESEATTAKEN, boxoffice.ELIMIT, boxoffice.ESALECLOSED, boxoffice.EINVALID, "other"},
@@ -83,6 +85,10 @@ func newSaleMetrics() *saleMetrics {
 			Name: "boxoffice_unavailable_total",
 			Help: "Calls that failed closed (EUNAVAILABLE, answered 503 with Retry-After) by the port that failed: store, holds, payments, queue.",
 		}, []string{"port"}),
+		upkeep: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxoffice_upkeep_total",
+			Help: "What the background passes did: returns handled (seats back from expiry, release or cancellation, offered to the waitlist or freed), waitlist offers booked, refunds and captures recorded.",
+		}, []string{"action"}),
 		purged: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boxoffice_purged_total",
 			Help: "Rows the upkeep purged, by what: idempotency records, published outbox events.",
@@ -110,6 +116,9 @@ func newSaleMetrics() *saleMetrics {
 	for _, p := range ports {
 		m.unavailable.WithLabelValues(p)
 	}
+	for _, a := range upkeepActions {
+		m.upkeep.WithLabelValues(a)
+	}
 	for _, w := range []string{"idempotency", "outbox"} {
 		m.purged.WithLabelValues(w)
 	}
@@ -118,7 +127,7 @@ func newSaleMetrics() *saleMetrics {
 
 func (m *saleMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.holds, m.heldSeats, m.released, m.bookings, m.guards, m.payments,
-		m.admitted, m.decided, m.unavailable, m.purged}
+		m.admitted, m.decided, m.unavailable, m.purged, m.upkeep}
 }
 
 // failed counts an outage of port; it says whether err was one.
@@ -234,6 +243,36 @@ func (s *store) booked(err error) {
 func (s *store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) error {
 	err := s.Store.CreateBooking(ctx, nb)
 	s.booked(err)
+	if err == nil && nb.Booking.WaitlistEntryID != 0 {
+		s.m.upkeep.WithLabelValues("waitlist_offer").Inc()
+	}
+	return err
+}
+
+func (s *store) DeleteReturn(ctx context.Context, id int64) error {
+	err := s.Store.DeleteReturn(ctx, id)
+	if err == nil {
+		s.m.upkeep.WithLabelValues("return_handled").Inc()
+	}
+	s.m.failed("store", err)
+	return err
+}
+
+func (s *store) MarkCaptured(ctx context.Context, bookingID boxoffice.ID) error {
+	err := s.Store.MarkCaptured(ctx, bookingID)
+	if err == nil {
+		s.m.upkeep.WithLabelValues("capture_recorded").Inc()
+	}
+	s.m.failed("store", err)
+	return err
+}
+
+func (s *store) MarkRefunded(ctx context.Context, bookingID boxoffice.ID, now time.Time) error {
+	err := s.Store.MarkRefunded(ctx, bookingID, now)
+	if err == nil {
+		s.m.upkeep.WithLabelValues("refund_recorded").Inc()
+	}
+	s.m.failed("store", err)
 	return err
 }
 
