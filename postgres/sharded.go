@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -406,7 +405,7 @@ func (s *Sharded) CreateEvent(ctx context.Context, e *boxoffice.Event) error {
 		if err != nil {
 			return err
 		}
-		k = place(loads, hot)
+		k = place(loads, hot, e.ID)
 		if _, err := tx.Exec(ctx, `INSERT INTO event_shards (event_id, shard, seats, hot, show_day) VALUES ($1, $2, $3, $4, $5)`,
 			int64(e.ID), k, seats, hot, day); err != nil {
 			return err
@@ -486,9 +485,10 @@ func shardLoads(ctx context.Context, q querier, n int, today time.Time) ([]shard
 // place is the placement policy: the least loaded shard by upcoming seats,
 // where a hot event goes to a shard with no other upcoming hot event (the
 // fewest, if every shard has one), and other events avoid shards with hot
-// events while any shard has none. Ties are drawn at random, so that
-// shards equally empty (a new deployment, days without shows) fill alike.
-func place(loads []shardLoad, hot bool) int {
+// events while any shard has none. Ties go by a hash of the event's id,
+// so that shards equally empty (a new deployment, days without shows) fill
+// alike, and two deployments with the same history place alike.
+func place(loads []shardLoad, hot bool, id boxoffice.ID) int {
 	free := slices.ContainsFunc(loads, func(l shardLoad) bool { return l.hot == 0 })
 	var best []shardLoad
 	for _, l := range loads {
@@ -500,7 +500,8 @@ func place(loads []shardLoad, hot bool) int {
 			best = append(best, l) // as good as the best
 		}
 	}
-	return best[rand.N(len(best))].shard
+	h := uint64(id) * 0x9e3779b97f4a7c15 // Fibonacci hashing: the id's bits mixed
+	return best[(h>>32)%uint64(len(best))].shard
 }
 
 // less orders shards for the placement: for a hot event, fewer hot events
