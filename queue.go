@@ -54,6 +54,11 @@ type QueuedRequest struct {
 	// TraceParent is the W3C traceparent of the reserve that enqueued the
 	// request ("" untraced): the worker's decision joins its trace.
 	TraceParent string `json:"traceparent,omitempty"`
+	// EstimatedWait is the wait (seconds) the front door told in its 202,
+	// kept with the request so that the worker deciding it can measure the
+	// estimate against the real wait. Nil for a request admitted to the
+	// pre-queue, whose first answer was the opening time.
+	EstimatedWait *float64 `json:"estimated_wait_seconds,omitempty"`
 }
 
 // QueueEntry is a request with where it is.
@@ -282,6 +287,11 @@ type Admission struct {
 	Request  *QueuedRequest
 	MaxLive  int
 	PreQueue bool
+	// Wait, if set, is the wait estimate (seconds) the front door tells a
+	// request given a position: a store that writes the request log itself
+	// (the embedded one) keeps it as the request's EstimatedWait. It does
+	// no I/O.
+	Wait func(position int64) float64
 }
 
 // Admitted is AdmitMany's answer to one Admission: Admit's results.

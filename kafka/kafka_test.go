@@ -58,9 +58,10 @@ func init() { nextID.Store(time.Now().UnixNano() >> 8) }
 
 func request(user string, position int64) *boxoffice.QueuedRequest {
 	id := boxoffice.ID(nextID.Add(1))
+	wait := float64(position) / 10 // the wait the 202 told, which the worker measures
 	return &boxoffice.QueuedRequest{ID: id, EventID: 7, UserID: user, SeatIDs: []string{"A-1-1", "A-1-2"},
 		IdempotencyKey: "key-" + id.String(), RequestHash: "hash", Position: position,
-		EnqueuedAt: time.Now().UTC().Truncate(time.Millisecond)}
+		EnqueuedAt: time.Now().UTC().Truncate(time.Millisecond), EstimatedWait: &wait}
 }
 
 // appendRequests appends n requests of users user-0..user-(users-1), in

@@ -58,8 +58,12 @@ func (s *Queue) admit(ctx context.Context, r *boxoffice.QueuedRequest, preQueue 
 // live slot with nothing to serve it until a retry with its key.
 func (s *Queue) admitBatch(ctx context.Context, as []admission) ([]admitted, error) {
 	reqs := make([]boxoffice.Admission, len(as))
+	waits := map[boxoffice.ID]func(int64) float64{}
 	for i, a := range as {
 		reqs[i] = boxoffice.Admission{Request: a.r, MaxLive: s.cfg.MaxLivePerUser, PreQueue: a.preQueue}
+		if !a.preQueue {
+			reqs[i].Wait = s.waitOf(ctx, waits, a.r.EventID)
+		}
 	}
 	// Measured on the monotonic clock, which a paused process (SIGSTOP) or
 	// a clock step does not fool.
@@ -73,6 +77,12 @@ func (s *Queue) admitBatch(ctx context.Context, as []admission) ([]admitted, err
 	var of []int
 	for i, o := range res {
 		out[i] = admitted{e: o.Entry, replay: o.Replay, err: o.Err}
+		if o.Err == nil && !o.Replay && o.Entry.Status == boxoffice.QueueQueued && o.Entry.Request.EstimatedWait == nil {
+			if wait := reqs[i].Wait; wait != nil {
+				w := wait(o.Entry.Request.Position)
+				o.Entry.Request.EstimatedWait = &w
+			}
+		}
 		if o.Err == nil && !o.Entry.Status.Final() {
 			logged, of = append(logged, o.Entry.Request), append(of, i)
 		}
@@ -98,4 +108,21 @@ func (s *Queue) admitBatch(ctx context.Context, as []admission) ([]admitted, err
 		}
 	}
 	return out, nil
+}
+
+// waitOf returns the wait estimate of a position in eventID's queue, from
+// the drain as this process last sampled it (cached in waits for the
+// batch), or nil if the queue's progress cannot be read: the estimate the
+// 202 tells, kept with the request (QueuedRequest.EstimatedWait).
+func (s *Queue) waitOf(ctx context.Context, waits map[boxoffice.ID]func(int64) float64, eventID boxoffice.ID) func(int64) float64 {
+	if w, ok := waits[eventID]; ok {
+		return w
+	}
+	var w func(int64) float64
+	if prog, rate, err := s.estimator.sample(ctx, eventID); err == nil {
+		at := s.estimator.wait(prog, rate)
+		w = func(pos int64) float64 { _, wait := at(pos); return wait }
+	}
+	waits[eventID] = w
+	return w
 }

@@ -27,6 +27,7 @@ type estimator struct {
 
 type drain struct {
 	mu      sync.Mutex
+	asked   time.Time // when a request's ticket last read it
 	fetched time.Time // when prog was read
 	prog    boxoffice.QueueProgress
 	at      time.Time // the last rate sample
@@ -62,11 +63,18 @@ func (e *estimator) drain(eventID boxoffice.ID) *drain {
 }
 
 // estimate returns how many requests are ahead of position and the
-// estimated seconds until its outcome. Before the event's drain has been
-// measured (rate 0) the wait is estimated with the prior: the last rate
-// measured for another event, else Config.DrainPrior.
+// estimated seconds until its outcome (see wait).
 func (e *estimator) estimate(prog boxoffice.QueueProgress, rate float64, position int64) (int64, *float64) {
-	ahead := max(0, prog.Before(position)-prog.Served)
+	ahead, w := e.wait(prog, rate)(position)
+	return ahead, &w
+}
+
+// wait returns the estimator of a position's wait on the progress and
+// rate given: how many requests are ahead of it and the seconds until its
+// outcome, tenths. Before the event's drain has been measured (rate 0) the
+// wait is estimated with the prior: the last rate measured for another
+// event, else Config.DrainPrior.
+func (e *estimator) wait(prog boxoffice.QueueProgress, rate float64) func(position int64) (int64, float64) {
 	if rate <= 0 {
 		e.mu.Lock()
 		rate = e.last
@@ -75,8 +83,10 @@ func (e *estimator) estimate(prog boxoffice.QueueProgress, rate float64, positio
 	if rate <= 0 {
 		rate = e.s.cfg.DrainPrior
 	}
-	w := math.Round(float64(ahead+1)/rate*10) / 10
-	return ahead, &w
+	return func(position int64) (int64, float64) {
+		ahead := max(0, prog.Before(position)-prog.Served)
+		return ahead, math.Round(float64(ahead+1)/rate*10) / 10
+	}
 }
 
 // Rate returns the measured drain rate of an event's queue, requests/s.
@@ -84,11 +94,52 @@ func (s *Queue) QueueRate(ctx context.Context, eventID boxoffice.ID) (boxoffice.
 	return s.estimator.sample(ctx, eventID)
 }
 
+// QueueDepths calls yield with the progress and drain rate of each event
+// whose queue a ticket of this process read within recent: the sales
+// being served now. The progress is read afresh (at most progressTTL
+// old), which also keeps the rates measured between clients' polls.
+func (s *Queue) QueueDepths(ctx context.Context, recent time.Duration, yield func(eventID boxoffice.ID, p boxoffice.QueueProgress, rate float64)) {
+	e := s.estimator
+	type entry struct {
+		id boxoffice.ID
+		d  *drain
+	}
+	var all []entry
+	e.mu.Lock() // never held while taking a drain's lock: sample takes them the other way round
+	e.ev.Range(func(id boxoffice.ID, d *drain) bool {
+		all = append(all, entry{id, d})
+		return true
+	})
+	e.mu.Unlock()
+	now := time.Now()
+	for _, en := range all {
+		en.d.mu.Lock()
+		live := now.Sub(en.d.asked) < recent
+		en.d.mu.Unlock()
+		if !live {
+			continue
+		}
+		if p, rate, err := e.read(ctx, en.id, false); err == nil {
+			yield(en.id, p, rate)
+		}
+	}
+}
+
 func (e *estimator) sample(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, float64, error) {
+	return e.read(ctx, eventID, true)
+}
+
+// read returns the event's progress and rate, reading the progress if the
+// last read is older than progressTTL; asked says a request's ticket needs
+// it (rather than a scrape of the metrics).
+func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) (boxoffice.QueueProgress, float64, error) {
 	d := e.drain(eventID)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := time.Now()
+	if asked {
+		d.asked = now
+	}
 	if now.Sub(d.fetched) < progressTTL {
 		return d.prog, d.rate, nil
 	}

@@ -117,6 +117,12 @@ func (s *Queue) Enqueue(ctx context.Context, u boxoffice.User, req ReserveReques
 		return nil, err
 	}
 	t.Replayed = replay
+	if w := e.Request.EstimatedWait; !replay && w != nil && t.EstimatedWaitSeconds != nil {
+		// The 202 tells the estimate kept with the request, which the
+		// worker measures against the real wait.
+		first := *w
+		t.EstimatedWaitSeconds = &first
+	}
 	return t, nil
 }
 

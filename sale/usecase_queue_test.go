@@ -322,3 +322,47 @@ func TestEnqueuePositionsAreDistinct(t *testing.T) {
 		seen[qt.QueuePosition] = true
 	}
 }
+
+// The wait a 202 tells is kept with the request in the log, where the
+// worker that decides it measures it against the real wait: the same
+// figure, growing with the place in line. A replay tells the wait as it
+// is now and keeps the first; the pre-queue, told the opening time, keeps
+// none.
+func TestEnqueueKeepsTheToldWait(t *testing.T) {
+	h := newHarnessWith(t, harnessOptions{cfg: Config{DrainPrior: 2}}) // 2 requests/s: waits of 0.5 s, 1 s, ...
+	ev := h.queuedEvent(1, 8)
+	var told []float64
+	var tickets []*QueueTicket
+	for i, u := range []string{"ann", "ben", "cat"} {
+		qt := h.enqueue(buyer(u), ReserveRequest{EventID: ev.ID, SeatIDs: []string{fmt.Sprintf("F-A-%d", i+1)}, IdempotencyKey: "k"})
+		if qt.EstimatedWaitSeconds == nil {
+			t.Fatalf("%s: no wait told", u)
+		}
+		told, tickets = append(told, *qt.EstimatedWaitSeconds), append(tickets, qt)
+	}
+	for i, r := range h.logged(tickets...) {
+		if r.EstimatedWait == nil || *r.EstimatedWait != told[i] {
+			t.Errorf("request %d keeps wait %v, its 202 told %v", i+1, r.EstimatedWait, told[i])
+		}
+	}
+	if !(told[0] < told[1] && told[1] < told[2]) {
+		t.Errorf("waits told %v: want them to grow with the place in line", told)
+	}
+	if again := h.enqueue(buyer("ann"), ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"}); !again.Replayed {
+		t.Errorf("retry %+v: want a replay", again)
+	}
+	if r := h.logged(tickets[0])[0]; r.EstimatedWait == nil || *r.EstimatedWait != told[0] {
+		t.Errorf("after a replay the request keeps %v, want %v", r.EstimatedWait, told[0])
+	}
+
+	later := h.event(1, 4, func(e *boxoffice.Event) {
+		e.SaleMode, e.SaleOpensAt = boxoffice.SaleQueued, h.clock.Now().Add(time.Minute)
+	})
+	qt := h.enqueue(buyer("dan"), ReserveRequest{EventID: later.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	if qt.Status != boxoffice.QueueWaiting {
+		t.Fatalf("before the opening: %+v, want waiting", qt)
+	}
+	if r := h.logged(qt)[0]; r.EstimatedWait != nil {
+		t.Errorf("a pre-queued request keeps wait %v, want none", *r.EstimatedWait)
+	}
+}

@@ -43,7 +43,7 @@ func (q *Queue) poke() {
 }
 
 const queueColumns = `id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, enqueued_at,
-	status, reason, message, booking_id, held_until, finished_at`
+	estimated_wait, status, reason, message, booking_id, held_until, finished_at`
 
 // scanEntry reads a row of queueColumns, then extra columns into extra.
 func scanEntry(row interface{ Scan(...any) error }, extra ...any) (*boxoffice.QueueEntry, error) {
@@ -56,7 +56,7 @@ func scanEntry(row interface{ Scan(...any) error }, extra ...any) (*boxoffice.Qu
 		booking, held, finishd sql.NullInt64
 	)
 	dest := append([]any{&r.ID, &r.EventID, &r.UserID, &r.IdempotencyKey, &r.RequestHash, &seats, &best, &r.Position, &enqueued,
-		&status, &e.Reason, &e.Message, &booking, &held, &finishd}, extra...)
+		&r.EstimatedWait, &status, &e.Reason, &e.Message, &booking, &held, &finishd}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -188,19 +188,23 @@ func admitTx(ctx context.Context, tx *txn, a boxoffice.Admission, seats string, 
 		return boxoffice.Admitted{}, err
 	}
 	row := *r
-	row.Position = 0
+	row.Position, row.EstimatedWait = 0, nil
 	status := boxoffice.QueueWaiting
 	if opened {
 		row.Position, status = admitted, boxoffice.QueueQueued
+		if a.Wait != nil {
+			w := a.Wait(admitted)
+			row.EstimatedWait = &w
+		}
 	}
 	// log_seq: the log's order, max + 1 (one look-up in its index); NULL
 	// in the pre-queue.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
-		(id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, prequeued, log_seq, status, enqueued_at)
+		(id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, prequeued, log_seq, status, enqueued_at, estimated_wait)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?11, ?7, ?8,
-			CASE WHEN ?8 THEN NULL ELSE (SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests) END, ?9, ?10)`,
+			CASE WHEN ?8 THEN NULL ELSE (SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests) END, ?9, ?10, ?12)`,
 		row.ID, row.EventID, row.UserID, row.IdempotencyKey, row.RequestHash, seats, row.Position,
-		status == boxoffice.QueueWaiting, string(status), millis(row.EnqueuedAt), best); err != nil {
+		status == boxoffice.QueueWaiting, string(status), millis(row.EnqueuedAt), best, row.EstimatedWait); err != nil {
 		return boxoffice.Admitted{}, err
 	}
 	return boxoffice.Admitted{Entry: &boxoffice.QueueEntry{Request: &row, Status: status}}, nil
