@@ -81,6 +81,43 @@ func (c seatsCollector) Collect(ch chan<- prometheus.Metric) {
 	})
 }
 
+// QueueDepths is a source of the queues of the sales being served: it
+// calls yield for each with the requests queued (a position given, not
+// decided yet), waiting in the pre-queue, and the drain rate measured.
+type QueueDepths func(yield func(eventID string, queued, waiting int64, rate float64))
+
+// Queues adds boxoffice_queue_depth{event,state} and
+// boxoffice_queue_drain_rate{event}, read from src at each scrape; as with
+// Seats, only the events src yields (the sales being served now) have
+// series.
+func (r *Registry) Queues(src QueueDepths) {
+	r.reg.MustRegister(queuesCollector{src})
+}
+
+var (
+	queueDepthDesc = prometheus.NewDesc("boxoffice_queue_depth",
+		"Requests in the queue of a sale this process answers for now: queued (given a position, not decided yet) or waiting (in the pre-queue, before the draw).",
+		[]string{"event", "state"}, nil)
+	queueRateDesc = prometheus.NewDesc("boxoffice_queue_drain_rate",
+		"Requests/s the workers decide for the event's queue, as the wait estimates measure it (0 until measured).",
+		[]string{"event"}, nil)
+)
+
+type queuesCollector struct{ src QueueDepths }
+
+func (c queuesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDepthDesc
+	ch <- queueRateDesc
+}
+
+func (c queuesCollector) Collect(ch chan<- prometheus.Metric) {
+	c.src(func(event string, queued, waiting int64, rate float64) {
+		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(queued), event, "queued")
+		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(waiting), event, "waiting")
+		ch <- prometheus.MustNewConstMetric(queueRateDesc, prometheus.GaugeValue, rate, event)
+	})
+}
+
 // ObserveRequest counts one answered request; d is left out for streams
 // (negative), whose duration says nothing about the server's speed.
 func (r *Registry) ObserveRequest(route, method string, status int, d time.Duration) {

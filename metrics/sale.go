@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,9 @@ type saleMetrics struct {
 	unavailable *prometheus.CounterVec // port
 	purged      *prometheus.CounterVec // what
 	upkeep      *prometheus.CounterVec // action
+	waits       prometheus.Histogram
+	waitErrors  prometheus.Histogram
+	estimates   *prometheus.CounterVec // accuracy
 }
 
 // Label values, all registered at start so that every series is scraped
@@ -89,6 +93,20 @@ func newSaleMetrics() *saleMetrics {
 			Name: "boxoffice_upkeep_total",
 			Help: "What the background passes did: returns handled (seats back from expiry, release or cancellation, offered to the waitlist or freed), waitlist offers booked, refunds and captures recorded.",
 		}, []string{"action"}),
+		waits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "boxoffice_queue_wait_seconds",
+			Help:    "Time from a queued request's 202 to its decision by a worker (requests admitted after the opening, sold-out answers excluded).",
+			Buckets: []float64{0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 3600},
+		}),
+		waitErrors: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "boxoffice_queue_wait_estimate_error_seconds",
+			Help:    "The real wait of a queued request minus the wait its 202 estimated: positive when the buyer waited longer than told.",
+			Buckets: []float64{-300, -60, -30, -10, -5, -2, -1, 0, 1, 2, 5, 10, 30, 60, 300},
+		}),
+		estimates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxoffice_queue_wait_estimates_total",
+			Help: "Queued requests' first wait estimates measured against the real wait, by accuracy: within (off by at most 25% of the real wait + 2 s) or outside.",
+		}, []string{"accuracy"}),
 		purged: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boxoffice_purged_total",
 			Help: "Rows the upkeep purged, by what: idempotency records, published outbox events.",
@@ -122,12 +140,15 @@ func newSaleMetrics() *saleMetrics {
 	for _, w := range []string{"idempotency", "outbox"} {
 		m.purged.WithLabelValues(w)
 	}
+	for _, a := range []string{"within", "outside"} {
+		m.estimates.WithLabelValues(a)
+	}
 	return m
 }
 
 func (m *saleMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.holds, m.heldSeats, m.released, m.bookings, m.guards, m.payments,
-		m.admitted, m.decided, m.unavailable, m.purged, m.upkeep}
+		m.admitted, m.decided, m.unavailable, m.purged, m.upkeep, m.waits, m.waitErrors, m.estimates}
 }
 
 // failed counts an outage of port; it says whether err was one.
@@ -414,7 +435,7 @@ func (q *queue) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([]boxo
 	return out, err
 }
 
-func (q *queue) decided(o boxoffice.QueueOutcome) {
+func (q *queue) decided(r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) {
 	status, reason := string(o.Status), ""
 	if _, ok := decisions[status]; !ok {
 		return
@@ -428,12 +449,31 @@ func (q *queue) decided(o boxoffice.QueueOutcome) {
 		}
 	}
 	q.m.decided.WithLabelValues(status, reason).Inc()
+	q.m.waited(r, o)
+}
+
+// waited measures a decided request's wait against the estimate its 202
+// told. A sold-out answer is left out: it is told at the sell-out, not at
+// the request's turn, which is what the estimate predicts.
+func (m *saleMetrics) waited(r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) {
+	if r == nil || r.EstimatedWait == nil || o.Reason == boxoffice.ESOLDOUT || o.FinishedAt.IsZero() {
+		return
+	}
+	wait := max(0, o.FinishedAt.Sub(r.EnqueuedAt).Seconds())
+	off := wait - *r.EstimatedWait
+	m.waits.Observe(wait)
+	m.waitErrors.Observe(off)
+	if math.Abs(off) <= 0.25*wait+2 {
+		m.estimates.WithLabelValues("within").Inc()
+	} else {
+		m.estimates.WithLabelValues("outside").Inc()
+	}
 }
 
 func (q *queue) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) (bool, error) {
 	first, err := q.QueueState.Finish(ctx, r, o)
 	if err == nil && first {
-		q.decided(o)
+		q.decided(r, o)
 	}
 	q.m.failed("queue", err)
 	return first, err
@@ -443,8 +483,8 @@ func (q *queue) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 	first, err := q.QueueState.FinishMany(ctx, rs, os)
 	if err == nil {
 		for i, f := range first {
-			if f && i < len(os) {
-				q.decided(os[i])
+			if f && i < len(os) && i < len(rs) {
+				q.decided(rs[i], os[i])
 			}
 		}
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // TestMetricsTheRulesAndDashboardQueryExist runs a node with every role,
-// drives a reserve and a pay, scrapes /metrics, and checks that every
+// drives a reserve and a pay and a queued reserve, scrapes /metrics, and checks that every
 // metric the alert rules (deploy/prometheus) and the dashboard
 // (deploy/grafana) query is in the scrape, and that the sale's counters
 // moved as the requests did.
@@ -65,6 +65,28 @@ func TestMetricsTheRulesAndDashboardQueryExist(t *testing.T) {
 		t.Fatalf("seat map: %d", code)
 	}
 
+	// A queued sale: a 202, decided by the worker; its wait is measured
+	// against the estimate told.
+	var qev struct {
+		ID boxoffice.ID `json:"event_id"`
+	}
+	call(t, "POST", base+"/events", admin, "", map[string]any{
+		"name": "Queued", "venue": "Hall", "starts_at": time.Now().Add(48 * time.Hour).Format(time.RFC3339),
+		"sale_opens_at": time.Now().Add(-time.Minute).Format(time.RFC3339), "sale_mode": "queued",
+		"sections": []map[string]any{{"name": "A", "price_tier": "std", "price_cents": 1000, "rows": 1, "seats_per_row": 5}},
+	}, http.StatusCreated, &qev)
+	var q struct {
+		ID     boxoffice.ID `json:"request_id"`
+		Status string       `json:"status"`
+	}
+	call(t, "POST", base+"/bookings/reserve", fan, "q1", map[string]any{"event_id": qev.ID, "seat_ids": []string{"A-A-1"}}, http.StatusAccepted, &q)
+	for deadline := time.Now().Add(20 * time.Second); q.Status != "held"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("queued request %s still %s", q.ID, q.Status)
+		}
+		call(t, "GET", base+"/queue/"+q.ID.String(), fan, "", nil, http.StatusOK, &q)
+	}
+
 	scrape := scrapeMetrics(t, base, admin)
 	names := map[string]bool{}
 	for _, line := range strings.Split(scrape, "\n") {
@@ -88,13 +110,14 @@ func TestMetricsTheRulesAndDashboardQueryExist(t *testing.T) {
 			}
 		}
 	}
-	// The counters moved with the requests: two holds asked (one granted,
-	// one refused), a booking held and confirmed, a payment authorized.
+	// The counters moved with the requests: three holds asked (two
+	// granted, one refused), two bookings held and one confirmed, a
+	// payment authorized, a queued request admitted and decided.
 	for _, want := range []string{
-		`boxoffice_holds_total{outcome="granted"} 1`,
+		`boxoffice_holds_total{outcome="granted"} 2`, // the direct reserve and the queued one
 		`boxoffice_holds_total{outcome="refused"} 1`,
-		`boxoffice_held_seats_total 2`,
-		`boxoffice_bookings_total{transition="held"} 1`,
+		`boxoffice_held_seats_total 3`,
+		`boxoffice_bookings_total{transition="held"} 2`,
 		`boxoffice_bookings_total{transition="confirmed"} 1`,
 		`boxoffice_payments_total{op="authorize",outcome="ok"} 1`,
 		`boxoffice_guard_hits_total{check="seat_sold_at_confirm"} 0`,
@@ -102,6 +125,13 @@ func TestMetricsTheRulesAndDashboardQueryExist(t *testing.T) {
 		`boxoffice_live_streams 0`,
 		`boxoffice_seats{event="` + ev.ID.String() + `",status="sold"} 2`,
 		`boxoffice_seats{event="` + ev.ID.String() + `",status="available"} 3`,
+		`boxoffice_queue_admitted_total 1`,
+		`boxoffice_queue_decided_total{reason="",status="held"} 1`,
+		`boxoffice_queue_wait_seconds_count 1`,
+		`boxoffice_queue_wait_estimate_error_seconds_count 1`,
+		`boxoffice_queue_wait_estimates_total{accuracy="within"} 1`,
+		`boxoffice_queue_depth{event="` + qev.ID.String() + `",state="queued"} 0`,
+		`boxoffice_queue_depth{event="` + qev.ID.String() + `",state="waiting"} 0`,
 	} {
 		if !strings.Contains(scrape, want+"\n") {
 			t.Errorf("scrape lacks %q", want)

@@ -245,6 +245,15 @@ func New(ctx context.Context, o Options) (*Node, error) {
 				yield(s.EventID.String(), s.Counts)
 			}
 		})
+		// The queues of the sales whose tickets were read in the last
+		// minute, read afresh at each scrape.
+		n.metrics.Queues(func(yield func(string, int64, int64, float64)) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n.Sale.QueueDepths(ctx, time.Minute, func(id boxoffice.ID, p boxoffice.QueueProgress, rate float64) {
+				yield(id.String(), max(0, p.Admitted-p.Served), p.Waiting, rate)
+			})
+		})
 		if o.Upkeep {
 			n.metrics.Gauge("boxoffice_outbox_lag_seconds",
 				"Age of the oldest booking event not yet published (0: none pending); read from the store at each scrape, NaN if it cannot be read.",
