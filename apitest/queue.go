@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -494,30 +495,46 @@ func testWaitEstimate(t *testing.T, s *Stack) {
 		// machine, where the paced worker starves.
 		return
 	}
-	// A worker held to a steady pace, one request at a time.
+	// A worker held to a steady pace, one request at a time, in position
+	// order across the whole log: a partitioned log hands over partition
+	// after partition, and serving them as they come would serve the last
+	// in line before most of those ahead of it. So the requests are
+	// gathered first (the log hands them over in milliseconds), then served.
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	gathered := make(chan []*boxoffice.QueuedRequest, 1)
+	consumed := make(chan struct{})
 	go func() {
-		defer close(done)
-		tick := time.NewTicker(time.Second / rate)
-		defer tick.Stop()
+		defer close(consumed)
+		var all []*boxoffice.QueuedRequest
 		_ = s.Log.Consume(wctx, func(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
-			// In position order, as ServeBatch takes a batch: a partitioned
-			// log hands over partition after partition.
-			batch = slices.Clone(batch)
-			slices.SortFunc(batch, func(a, b *boxoffice.QueuedRequest) int { return int(a.Position - b.Position) })
-			for _, r := range batch {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-tick.C:
-				}
-				if err := s.Service.ServeBatch(ctx, []*boxoffice.QueuedRequest{r}); err != nil {
-					return err
-				}
+			if all = append(all, batch...); len(all) == n {
+				gathered <- all
 			}
 			return nil
 		})
+	}()
+	go func() {
+		defer func() { <-consumed; close(done) }()
+		var all []*boxoffice.QueuedRequest
+		select {
+		case <-wctx.Done():
+			return
+		case all = <-gathered:
+		}
+		slices.SortFunc(all, func(a, b *boxoffice.QueuedRequest) int { return cmp.Compare(a.Position, b.Position) })
+		tick := time.NewTicker(time.Second / rate)
+		defer tick.Stop()
+		for _, r := range all {
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+			if err := s.Service.ServeBatch(wctx, []*boxoffice.QueuedRequest{r}); err != nil {
+				return
+			}
+		}
 	}()
 	defer func() { cancel(); <-done }()
 	// Let the rate settle (the estimator samples as it is asked): ask the
