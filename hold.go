@@ -101,3 +101,15 @@ type Leases interface {
 	// someone else holds it, EUNAVAILABLE when the store is down.
 	TryLease(ctx context.Context, key string, ttl time.Duration) (release func(), err error)
 }
+
+// ManyLeases is a Leases that also takes a batch of leases at once, in one
+// round trip per store node instead of one per lease: the queue's drain
+// takes the leases of a whole batch so.
+type ManyLeases interface {
+	Leases
+	// TryLeaseMany takes the lease on each of keys for ttl, as TryLease
+	// does one: errs[i] is nil when key i's lease was taken, and release
+	// ends every lease taken, in one round trip (it may be called any
+	// number of times).
+	TryLeaseMany(ctx context.Context, keys []string, ttl time.Duration) (release func(), errs []error)
+}

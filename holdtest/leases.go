@@ -15,6 +15,7 @@ var leaseSpecs = []spec{
 	{"ExpiresAfterTTL", testLeaseExpires},
 	{"LateReleaseNeverFreesNewerLease", testLeaseLateRelease},
 	{"OneWinnerUnderConcurrency", testLeaseOneWinner},
+	{"ManyAtOnce", testLeaseMany},
 }
 
 // newKey returns a lease key no other test run uses.
@@ -112,4 +113,46 @@ func testLeaseOneWinner(t *testing.T, h Harness) {
 	if winners != 1 {
 		t.Errorf("%d of %d racers got the lease, want exactly 1", winners, racers)
 	}
+}
+
+// TryLeaseMany (a ManyLeases) takes each free key, refuses each held one
+// (EIDEMINFLIGHT, also a key twice in one call: the second is held by the
+// first) and an empty one (EINVALID); its release frees exactly the leases
+// it took, once: a lease taken after it ran is not freed by a second call.
+func testLeaseMany(t *testing.T, h Harness) {
+	many, ok := h.Leases.(boxoffice.ManyLeases)
+	if !ok {
+		t.Skip("these leases take one at a time")
+	}
+	held, a, b := newKey("held"), newKey("a"), newKey("b")
+	otherRelease := lease(t, h, held, long)
+	release, errs := many.TryLeaseMany(context.Background(), []string{a, held, b, "", a}, long)
+	if len(errs) != 5 {
+		t.Fatalf("TryLeaseMany of 5 keys answered %d errors", len(errs))
+	}
+	for i, want := range []string{"", boxoffice.EIDEMINFLIGHT, "", boxoffice.EINVALID, boxoffice.EIDEMINFLIGHT} {
+		if got := boxoffice.ErrorCode(errs[i]); got != want {
+			t.Errorf("key %d: %v, want %q", i, errs[i], want)
+		}
+	}
+	wantInFlight(t, h, a)
+	wantInFlight(t, h, b)
+
+	release()
+	wantInFlight(t, h, held) // the lease it refused is someone else's
+	otherRelease()
+	newer := lease(t, h, a, long)
+	lease(t, h, b, long)
+	lease(t, h, held, long)
+	release() // again: frees nothing
+	wantInFlight(t, h, a)
+	newer()
+	lease(t, h, a, long)
+
+	// Nothing asked: nothing taken, and a release that does nothing.
+	release, errs = many.TryLeaseMany(context.Background(), nil, long)
+	if len(errs) != 0 {
+		t.Errorf("TryLeaseMany of no keys answered %v", errs)
+	}
+	release()
 }

@@ -30,7 +30,7 @@ type Leases struct {
 	stripes [stripeCount]leaseStripe
 }
 
-var _ boxoffice.Leases = (*Leases)(nil)
+var _ boxoffice.ManyLeases = (*Leases)(nil)
 
 type lease struct {
 	token   uint64
@@ -57,10 +57,13 @@ func NewLeases(now func() time.Time) *Leases {
 }
 
 // TryLease takes the lease on key for ttl, or returns EIDEMINFLIGHT if
-// someone holds it. A ttl that is not positive is EINVALID. The release
+// someone holds it. An empty key or a ttl that is not positive is EINVALID. The release
 // func may be called any number of times; it frees the lease only while it
 // is still this one.
 func (l *Leases) TryLease(_ context.Context, key string, ttl time.Duration) (func(), error) {
+	if key == "" {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "lease key is empty")
+	}
 	if ttl <= 0 {
 		return nil, boxoffice.Errorf(boxoffice.EINVALID, "a lease needs a positive ttl")
 	}
@@ -85,6 +88,24 @@ func (l *Leases) TryLease(_ context.Context, key string, ttl time.Duration) (fun
 		}
 		st.mu.Unlock()
 	}, nil
+}
+
+// TryLeaseMany takes the leases on keys one after the other (each is a map
+// write); see boxoffice.ManyLeases.
+func (l *Leases) TryLeaseMany(ctx context.Context, keys []string, ttl time.Duration) (func(), []error) {
+	errs := make([]error, len(keys))
+	var releases []func()
+	for i, key := range keys {
+		var release func()
+		if release, errs[i] = l.TryLease(ctx, key, ttl); errs[i] == nil {
+			releases = append(releases, release)
+		}
+	}
+	return func() {
+		for _, release := range releases {
+			release()
+		}
+	}, errs
 }
 
 // Sweep deletes the leases that expired and returns how many.

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-var _ boxoffice.Leases = (*Leases)(nil)
+var _ boxoffice.ManyLeases = (*Leases)(nil)
 
 // Leases is boxoffice.Leases on Redis: a lease is the key
 // <prefix>lease:<key> holding a random token, set with SET NX PX and
@@ -47,33 +47,66 @@ func (l *Leases) timeout() time.Duration {
 // number of times; if Redis cannot be reached then, the lease ends with its
 // ttl.
 func (l *Leases) TryLease(ctx context.Context, key string, ttl time.Duration) (func(), error) {
-	if key == "" {
-		return nil, boxoffice.Errorf(boxoffice.EINVALID, "lease key is empty")
+	release, errs := l.TryLeaseMany(ctx, []string{key}, ttl)
+	if errs[0] != nil {
+		return nil, errs[0]
 	}
-	if ttl <= 0 {
-		return nil, boxoffice.Errorf(boxoffice.EINVALID, "lease ttl must be positive")
-	}
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	token := hex.EncodeToString(b[:])
-	k := l.prefix + "lease:" + key
+	return release, nil
+}
 
-	ctx, cancel := context.WithTimeout(ctx, l.timeout())
-	defer cancel()
-	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
-	err := l.client.Do(ctx, l.client.B().Set().Key(k).Value(token).Nx().PxMilliseconds(ms).Build()).Error()
-	if rueidis.IsRedisNil(err) {
-		return nil, boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with this key is in flight")
+// TryLeaseMany takes the leases on keys in one pipelined call (the cluster
+// client sends each key to its node, in parallel); see
+// boxoffice.ManyLeases. The release runs the check-and-delete of every
+// lease taken in one pipelined call too.
+func (l *Leases) TryLeaseMany(ctx context.Context, keys []string, ttl time.Duration) (func(), []error) {
+	errs := make([]error, len(keys))
+	if ttl <= 0 {
+		for i := range errs {
+			errs[i] = boxoffice.Errorf(boxoffice.EINVALID, "lease ttl must be positive")
+		}
+		return func() {}, errs
 	}
-	if err != nil {
-		return nil, boxoffice.Unavailable("the lease store", err)
+	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	// One random read for the batch: each lease's token is a slice of it.
+	raw := make([]byte, 16*len(keys))
+	_, _ = rand.Read(raw) // crypto/rand.Read never fails
+	tokens, ks := make([]string, len(keys)), make([]string, len(keys))
+	cmds := make(rueidis.Commands, 0, len(keys))
+	var sent []int
+	for i, key := range keys {
+		if key == "" {
+			errs[i] = boxoffice.Errorf(boxoffice.EINVALID, "lease key is empty")
+			continue
+		}
+		tokens[i], ks[i] = hex.EncodeToString(raw[16*i:16*i+16]), l.prefix+"lease:"+key
+		cmds = append(cmds, l.client.B().Set().Key(ks[i]).Value(tokens[i]).Nx().PxMilliseconds(ms).Build())
+		sent = append(sent, i)
+	}
+	var taken []rueidis.LuaExec
+	if len(cmds) > 0 {
+		ctx, cancel := context.WithTimeout(ctx, l.timeout())
+		res := l.client.DoMulti(ctx, cmds...)
+		cancel()
+		for j, i := range sent {
+			switch err := res[j].Error(); {
+			case rueidis.IsRedisNil(err):
+				errs[i] = boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with this key is in flight")
+			case err != nil:
+				errs[i] = boxoffice.Unavailable("the lease store", err)
+			default:
+				taken = append(taken, rueidis.LuaExec{Keys: []string{ks[i]}, Args: []string{tokens[i]}})
+			}
+		}
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			if len(taken) == 0 {
+				return
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), l.timeout())
 			defer cancel()
-			leaseReleaseScript.exec(ctx, l.client, []string{k}, []string{token})
+			leaseReleaseScript.execMulti(ctx, l.client, taken)
 		})
-	}, nil
+	}, errs
 }
