@@ -287,14 +287,29 @@ return out
 // booking, held_until ms, finished_at ms, request id. Reply 1 if recorded,
 // 0 if the entry is not this request's (gone, or a later request under the
 // same key) or not queued.
+// finishLua records the outcomes of a batch's requests of one slot: KEYS
+// the slot's counters, then each request's entry and its user's live
+// count; ARGV seven per request (status, reason, message, booking,
+// held_until, finished_at, id). A request is decided only while its entry
+// is still that request's and queued: the reply has 1 for each decided
+// here, 0 for one decided before (a redelivery) or unknown.
 const finishLua = `
-local cur = redis.call('HMGET', KEYS[1], 'id', 'status')
-if cur[1] ~= ARGV[7] or cur[2] ~= 'queued' then return 0 end
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'reason', ARGV[2], 'message', ARGV[3],
-  'booking', ARGV[4], 'held_until', ARGV[5], 'finished_at', ARGV[6])
-redis.call('HINCRBY', KEYS[2], 'served', 1)
-if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then redis.call('DECR', KEYS[3]) end
-return 1
+local out, served = {}, 0
+for i = 1, (#KEYS - 1) / 2 do
+  local e, l, a = KEYS[2 * i], KEYS[2 * i + 1], (i - 1) * 7
+  local cur = redis.call('HMGET', e, 'id', 'status')
+  if cur[1] ~= ARGV[a + 7] or cur[2] ~= 'queued' then
+    out[i] = 0
+  else
+    redis.call('HSET', e, 'status', ARGV[a + 1], 'reason', ARGV[a + 2], 'message', ARGV[a + 3],
+      'booking', ARGV[a + 4], 'held_until', ARGV[a + 5], 'finished_at', ARGV[a + 6])
+    if tonumber(redis.call('GET', l) or '0') > 0 then redis.call('DECR', l) end
+    served = served + 1
+    out[i] = 1
+  end
+end
+if served > 0 then redis.call('HINCRBY', KEYS[1], 'served', served) end
+return out
 `
 
 // The draw opens the pre-queue in steps, so that requests arriving
@@ -665,7 +680,14 @@ func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedReque
 	if err != nil {
 		return nil, err
 	}
-	execs := make([]rueidis.LuaExec, len(rs))
+	// One script call per slot for the whole batch: the requests of an
+	// event's slot share its hash tag.
+	type group struct {
+		exec rueidis.LuaExec
+		of   []int // the requests of the group, in batch order
+	}
+	var groups []*group
+	bySlot := map[string]*group{}
 	for i, r := range rs {
 		o := os[i]
 		var held int64
@@ -673,19 +695,34 @@ func (q *QueueState) FinishMany(ctx context.Context, rs []*boxoffice.QueuedReque
 			held = o.HeldUntil.UnixMilli()
 		}
 		k := slots[r.EventID]
-		entry, live := q.userKeys(r.EventID, k, r.UserID, r.IdempotencyKey)
-		execs[i] = rueidis.LuaExec{
-			Keys: []string{entry, q.slot(r.EventID, UserSlot(r.UserID, k), k) + "n", live},
-			Args: []string{string(o.Status), o.Reason, o.Message, o.BookingID.String(), strconv.FormatInt(held, 10),
-				strconv.FormatInt(o.FinishedAt.UnixMilli(), 10), r.ID.String()},
+		counters := q.slot(r.EventID, UserSlot(r.UserID, k), k) + "n"
+		g := bySlot[counters]
+		if g == nil {
+			g = &group{exec: rueidis.LuaExec{Keys: []string{counters}}}
+			bySlot[counters] = g
+			groups = append(groups, g)
 		}
+		entry, live := q.userKeys(r.EventID, k, r.UserID, r.IdempotencyKey)
+		g.exec.Keys = append(g.exec.Keys, entry, live)
+		g.exec.Args = append(g.exec.Args, string(o.Status), o.Reason, o.Message, o.BookingID.String(), strconv.FormatInt(held, 10),
+			strconv.FormatInt(o.FinishedAt.UnixMilli(), 10), r.ID.String())
+		g.of = append(g.of, i)
 	}
-	for i, res := range finishScript.execMulti(ctx, q.client, execs) {
-		n, err := res.AsInt64()
-		if err != nil {
+	execs := make([]rueidis.LuaExec, len(groups))
+	for j, g := range groups {
+		execs[j] = g.exec
+	}
+	for j, res := range finishScript.execMulti(ctx, q.client, execs) {
+		done, err := res.AsIntSlice()
+		if err != nil || len(done) != len(groups[j].of) {
+			if err == nil {
+				err = fmt.Errorf("the finish script answered %d outcomes for %d requests", len(done), len(groups[j].of))
+			}
 			return nil, boxoffice.Unavailable("the queue state", err)
 		}
-		first[i] = n == 1
+		for n, i := range groups[j].of {
+			first[i] = done[n] == 1
+		}
 	}
 	return first, nil
 }

@@ -19,8 +19,9 @@ import (
 //  1. the requests' entries (one pipelined read): a request with an
 //     outcome (a redelivery) or still waiting for the draw is skipped;
 //  2. the requests are checked against their events (in memory), their
-//     in-flight leases taken and their idempotency records read (one read
-//     for the batch): a request a previous delivery booked gets that
+//     in-flight leases taken (one round trip: ManyLeases) and their
+//     idempotency records read (one read for the batch): a request a
+//     previous delivery booked gets that
 //     booking back, and nothing else happens to it; then a request of an
 //     event that sold out before its turn, or a best-available ask too big
 //     for what is left, is turned down (sold_out) without a hold;
@@ -71,15 +72,16 @@ const inflightAttempts = 6
 // err is why others were left undecided.
 func (s *Queue) serveOnce(ctx context.Context, rs []*boxoffice.QueuedRequest) (inflight []*boxoffice.QueuedRequest, err error) {
 	ps := s.undecided(ctx, rs)
-	defer each(ps, func(p *queued) {
-		if p.release != nil {
-			p.release()
+	var release func() // the batch's in-flight leases
+	defer func() {
+		if release != nil {
+			release()
 		}
-	})
+	}()
 	spans := startDecisions(ctx, ps)
 	defer spans.end()
 	t := time.Now()
-	s.checkQueued(ctx, ps)
+	release = s.checkQueued(ctx, ps)
 	s.replayQueued(ctx, ps)
 	s.soldOutQueued(ctx, ps) // after the replay: a request booked before keeps its booking
 	spans.step("boxoffice.queue.check", t)
@@ -104,16 +106,15 @@ func (s *Queue) serveOnce(ctx context.Context, rs []*boxoffice.QueuedRequest) (i
 // one of out and err ends up set for a request that was looked at: out is
 // its outcome, err says why it is left for another delivery.
 type queued struct {
-	r       *boxoffice.QueuedRequest
-	l       *layout.Layout
-	req     ReserveRequest
-	hash    string
-	release func()    // the in-flight lease
-	start   time.Time // when its hold was asked for, for HeldUntil
-	hold    boxoffice.Hold
-	held    bool
-	out     *boxoffice.QueueOutcome
-	err     error
+	r     *boxoffice.QueuedRequest
+	l     *layout.Layout
+	req   ReserveRequest
+	hash  string
+	start time.Time // when its hold was asked for, for HeldUntil
+	hold  boxoffice.Hold
+	held  bool
+	out   *boxoffice.QueueOutcome
+	err   error
 }
 
 func (p *queued) open() bool { return p.out == nil && p.err == nil }
@@ -178,8 +179,8 @@ func (s *Queue) undecided(ctx context.Context, rs []*boxoffice.QueuedRequest) []
 // checkQueued checks each request against its event as Reserve does, then
 // takes its in-flight lease (all at once): a lease another worker holds
 // (a rebalance mid-batch) leaves the request to that worker or to
-// redelivery.
-func (s *Queue) checkQueued(ctx context.Context, ps []*queued) {
+// redelivery. It returns the release of the leases taken.
+func (s *Queue) checkQueued(ctx context.Context, ps []*queued) (release func()) {
 	now := s.now()
 	for _, p := range ps {
 		if !p.open() {
@@ -199,17 +200,40 @@ func (s *Queue) checkQueued(ctx context.Context, ps []*queued) {
 			p.l, p.hash = l, hash
 		}
 	}
-	each(ps, func(p *queued) {
-		if !p.open() {
-			return
+	// A worker may be killed holding it; a short lease lets the
+	// redelivery proceed soon. Past it, two live workers on one request
+	// cannot sell twice (same booking id, one insert wins); at worst the
+	// loser's hold supersedes the booking's fence and its confirm fails
+	// (EHOLDLOST).
+	var keys []string
+	var which []*queued
+	for _, p := range ps {
+		if p.open() {
+			keys, which = append(keys, leaseKey("reserve", p.r.UserID, p.r.IdempotencyKey)), append(which, p)
 		}
-		// A worker may be killed holding it; a short lease lets the
-		// redelivery proceed soon. Past it, two live workers on one
-		// request cannot sell twice (same booking id, one insert wins);
-		// at worst the loser's hold supersedes the booking's fence and
-		// its confirm fails (EHOLDLOST).
-		p.release, p.err = s.leases.TryLease(ctx, leaseKey("reserve", p.r.UserID, p.r.IdempotencyKey), queuedLease)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if many, ok := s.leases.(boxoffice.ManyLeases); ok {
+		// One round trip for the batch's leases, one to release them.
+		release, errs := many.TryLeaseMany(ctx, keys, queuedLease)
+		for i, p := range which {
+			p.err = errs[i]
+		}
+		return release
+	}
+	releases := make([]func(), len(which))
+	eachIndex(len(which), func(i int) {
+		releases[i], which[i].err = s.leases.TryLease(ctx, keys[i], queuedLease)
 	})
+	return func() {
+		eachIndex(len(releases), func(i int) {
+			if releases[i] != nil {
+				releases[i]()
+			}
+		})
+	}
 }
 
 // soldOutQueued turns down, without a hold, the requests of an event that
@@ -429,24 +453,29 @@ func (s *Queue) finishQueued(ctx context.Context, ps []*queued) error {
 // client pipelines concurrent calls, so a batch costs a few round trips,
 // not one per request (and not a goroutine per request either).
 func each(ps []*queued, fn func(p *queued)) {
-	n := min(len(ps), eachParallel)
-	if n <= 1 {
-		for _, p := range ps {
-			fn(p)
+	eachIndex(len(ps), func(i int) { fn(ps[i]) })
+}
+
+// eachIndex runs fn(i) for i in [0, n), eachParallel at a time.
+func eachIndex(n int, fn func(i int)) {
+	workers := min(n, eachParallel)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
 		}
 		return
 	}
-	next := make(chan *queued)
+	next := make(chan int)
 	var wg sync.WaitGroup
-	for range n {
+	for range workers {
 		wg.Go(func() {
-			for p := range next {
-				fn(p)
+			for i := range next {
+				fn(i)
 			}
 		})
 	}
-	for _, p := range ps {
-		next <- p
+	for i := range n {
+		next <- i
 	}
 	close(next)
 	wg.Wait()
