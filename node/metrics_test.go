@@ -1,9 +1,7 @@
 package node_test
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/auth"
 	"github.com/boxoffice/boxoffice/node"
 )
 
@@ -22,28 +19,7 @@ import (
 // (deploy/grafana) query is in the scrape, and that the sale's counters
 // moved as the requests did.
 func TestMetricsTheRulesAndDashboardQueryExist(t *testing.T) {
-	ctx := context.Background()
-	a, err := auth.New([]byte("node-test-secret-node-test-secret-0123"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.New(ctx, node.Options{Data: t.TempDir(), Auth: a, Metrics: true, API: true, Workers: 1, Upkeep: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- n.Serve(sctx, ln, 5*time.Second) }()
-	defer func() {
-		stop()
-		<-served
-		n.Close()
-	}()
-	base := "http://" + ln.Addr().String()
+	a, _, base, _ := serveNode(t, node.Options{Data: t.TempDir(), Metrics: true, API: true, Workers: 1, Upkeep: true})
 	admin, _ := a.Issue("organiser", boxoffice.RoleAdmin, time.Hour)
 	fan, _ := a.Issue("fan-1", "", time.Hour)
 	other, _ := a.Issue("fan-2", "", time.Hour)

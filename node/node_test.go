@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,28 +23,11 @@ import (
 // opens the same data again, where the booking is still there.
 func TestEmbeddedNode(t *testing.T) {
 	ctx := context.Background()
-	a, err := auth.New([]byte("node-test-secret-node-test-secret-0123"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	opts := node.Options{Data: dir, Auth: a, Metrics: true, API: true, Workers: 1, Upkeep: true}
-	n, err := node.New(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, n, base, stop := serveNode(t, node.Options{Data: dir, Metrics: true, API: true, Workers: 1, Upkeep: true})
 	if n.Parts().Queue == nil || n.Parts().RequestLog == nil {
 		t.Fatal("the embedded node has no queue")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- n.Serve(sctx, ln, 5*time.Second) }()
-	base := "http://" + ln.Addr().String()
-
 	admin, _ := a.Issue("organiser", boxoffice.RoleAdmin, time.Hour)
 	fan, _ := a.Issue("fan-1", "", time.Hour)
 	var ev struct {
@@ -70,10 +54,6 @@ func TestEmbeddedNode(t *testing.T) {
 		t.Errorf("GET /metrics with an organiser's token: %d, want 200", code)
 	}
 	stop()
-	if err := <-served; err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-	n.Close()
 
 	// The same data directory again: the booking is there, confirmed.
 	n2, err := node.New(ctx, node.Options{Data: dir, Auth: a})
@@ -88,6 +68,42 @@ func TestEmbeddedNode(t *testing.T) {
 	if b.Status != boxoffice.BookingConfirmed {
 		t.Errorf("booking after restart: %s, want confirmed", b.Status)
 	}
+}
+
+// serveNode builds a node from o (with a test authenticator) and serves it
+// on a loopback port until stop, which also closes it (and is called at
+// the test's end if the test does not).
+func serveNode(t *testing.T, o node.Options) (a *auth.Authenticator, n *node.Node, base string, stop func()) {
+	t.Helper()
+	a, err := auth.New([]byte("node-test-secret-node-test-secret-0123"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Auth = a
+	n, err = node.New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- n.Serve(sctx, ln, 5*time.Second) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-served; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+			n.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return a, n, "http://" + ln.Addr().String(), stop
 }
 
 // TestOptionsRefused: options that cannot make a node are refused before
