@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/internal/lru"
@@ -1042,19 +1043,27 @@ func (s *Sharded) RecordQueueOutcomes(ctx context.Context, recs []boxoffice.Queu
 		}
 		groups[k] = append(groups[k], i)
 	}
+	// The shards at once, each writing into its own places of out.
 	out := make([]boxoffice.QueueRecord, len(recs))
+	var g errgroup.Group
 	for k, idx := range groups {
-		part := make([]boxoffice.QueueRecord, len(idx))
-		for j, i := range idx {
-			part[j] = recs[i]
-		}
-		got, err := s.shards[k].RecordQueueOutcomes(ctx, part)
-		if err != nil {
-			return nil, err
-		}
-		for j, i := range idx {
-			out[i] = got[j]
-		}
+		g.Go(func() error {
+			part := make([]boxoffice.QueueRecord, len(idx))
+			for j, i := range idx {
+				part[j] = recs[i]
+			}
+			got, err := s.shards[k].RecordQueueOutcomes(ctx, part)
+			if err != nil {
+				return err
+			}
+			for j, i := range idx {
+				out[i] = got[j]
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -1067,14 +1076,24 @@ func (s *Sharded) QueueRecords(ctx context.Context, ids []boxoffice.ID) (map[box
 		by[st] = append(by[st], id)
 	}
 	out := map[boxoffice.ID]boxoffice.QueueRecord{}
+	var mu sync.Mutex
+	var g errgroup.Group
 	for st, part := range by {
-		got, err := st.QueueRecords(ctx, part)
-		if err != nil {
-			return nil, err
-		}
-		for id, r := range got {
-			out[id] = r
-		}
+		g.Go(func() error {
+			got, err := st.QueueRecords(ctx, part)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for id, r := range got {
+				out[id] = r
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -1090,14 +1109,24 @@ func (s *Sharded) QueueServed(ctx context.Context, events []boxoffice.ID) (map[b
 		by[k] = append(by[k], ev)
 	}
 	out := map[boxoffice.ID]int64{}
+	var mu sync.Mutex
+	var g errgroup.Group
 	for k, part := range by {
-		got, err := s.shards[k].QueueServed(ctx, part)
-		if err != nil {
-			return nil, err
-		}
-		for ev, n := range got {
-			out[ev] = n
-		}
+		g.Go(func() error {
+			got, err := s.shards[k].QueueServed(ctx, part)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for ev, n := range got {
+				out[ev] = n
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
