@@ -119,8 +119,8 @@ func (s *Queue) waitOf(ctx context.Context, waits map[boxoffice.ID]func(int64) f
 		return w
 	}
 	var w func(int64) float64
-	if prog, rate, err := s.estimator.sample(ctx, eventID); err == nil {
-		at := s.estimator.wait(prog, rate)
+	if p, err := s.estimator.sample(ctx, eventID); err == nil {
+		at := s.estimator.wait(p)
 		w = func(pos int64) float64 { _, wait := at(pos); return wait }
 	}
 	waits[eventID] = w

@@ -16,26 +16,55 @@ import (
 // of all processes), and a wait is the distance between a position and the
 // served count, divided by that rate. It measures real time whatever clock
 // the service runs on: it is about the machines' pace.
+//
+// While requests are still arriving the drain may run below its capacity
+// (on the embedded default the front door and the workers share one
+// database writer and the cores; on small hosts the same cores), and a
+// request far back is served mostly after the burst, at the capacity. So
+// during a burst the wait is the burst's remaining time at the measured
+// rate, then the rest at the capacity: the remaining time is taken to be
+// as long as the burst has lasted so far, and the capacity is the best
+// rate this process measured in the last hour, or Config.DrainPrior if
+// that is higher.
 type estimator struct {
-	s  *Queue
-	mu sync.Mutex
-	ev *lru.Cache[boxoffice.ID, *drain] // the Config.CacheEvents events sampled last
+	s   *Queue
+	now func() time.Time
+	mu  sync.Mutex
+	ev  *lru.Cache[boxoffice.ID, *drain] // the Config.CacheEvents events sampled last
 	// last is the latest rate measured for any event: the prior of an
 	// event whose own drain has not been measured yet.
 	last float64
+	// best is the highest rate measured for any event since bestAt (kept
+	// for an hour): the drain's capacity as measured.
+	best   float64
+	bestAt time.Time
+}
+
+// pace is an event's queue as the estimator last saw it.
+type pace struct {
+	prog boxoffice.QueueProgress
+	rate float64 // requests/s, 0 until measured
+	// burst is how long requests have been arriving without a pause (0:
+	// none arrived in the last interval).
+	burst time.Duration
 }
 
 type drain struct {
-	mu      sync.Mutex
-	asked   time.Time // when a request's ticket last read it
-	fetched time.Time // when prog was read
-	prog    boxoffice.QueueProgress
-	at      time.Time // the last rate sample
-	served  int64
-	backlog bool    // requests were waiting at the last sample
-	started bool    // the drain was seen moving: the next interval is a full one
-	rate    float64 // requests/s, 0 until measured
+	mu         sync.Mutex
+	asked      time.Time // when a request's ticket last read it
+	fetched    time.Time // when prog was read
+	prog       boxoffice.QueueProgress
+	at         time.Time // the last rate sample
+	served     int64
+	admitted   int64     // Admitted at the last rate sample
+	burstStart time.Time // since when every interval saw arrivals; zero: the last one saw none
+	backlog    bool      // requests were waiting at the last sample
+	started    bool      // the drain was seen moving: the next interval is a full one
+	rate       float64   // requests/s, 0 until measured
 }
+
+// capacityKept is how long the best rate measured stands as the capacity.
+const capacityKept = time.Hour
 
 const (
 	// progressTTL bounds how often one process reads an event's counters,
@@ -48,7 +77,7 @@ const (
 )
 
 func newEstimator(s *Queue) *estimator {
-	return &estimator{s: s, ev: lru.New[boxoffice.ID, *drain](s.cfg.CacheEvents)}
+	return &estimator{s: s, now: time.Now, ev: lru.New[boxoffice.ID, *drain](s.cfg.CacheEvents)}
 }
 
 func (e *estimator) drain(eventID boxoffice.ID) *drain {
@@ -64,34 +93,48 @@ func (e *estimator) drain(eventID boxoffice.ID) *drain {
 
 // estimate returns how many requests are ahead of position and the
 // estimated seconds until its outcome (see wait).
-func (e *estimator) estimate(prog boxoffice.QueueProgress, rate float64, position int64) (int64, *float64) {
-	ahead, w := e.wait(prog, rate)(position)
+func (e *estimator) estimate(p pace, position int64) (int64, *float64) {
+	ahead, w := e.wait(p)(position)
 	return ahead, &w
 }
 
-// wait returns the estimator of a position's wait on the progress and
-// rate given: how many requests are ahead of it and the seconds until its
-// outcome, tenths. Before the event's drain has been measured (rate 0) the
-// wait is estimated with the prior: the last rate measured for another
-// event, else Config.DrainPrior.
-func (e *estimator) wait(prog boxoffice.QueueProgress, rate float64) func(position int64) (int64, float64) {
+// wait returns the estimator of a position's wait on the pace given: how
+// many requests are ahead of it and the seconds until its outcome, tenths.
+// Before the event's drain has been measured (rate 0) the rate is the
+// prior: the last rate measured for another event, else Config.DrainPrior.
+// During a burst of arrivals, what is not served in the burst's expected
+// remaining time (as long as it has lasted) is served at the capacity.
+func (e *estimator) wait(p pace) func(position int64) (int64, float64) {
+	e.mu.Lock()
+	rate, capacity := p.rate, e.s.cfg.DrainPrior
 	if rate <= 0 {
-		e.mu.Lock()
 		rate = e.last
-		e.mu.Unlock()
 	}
+	if e.now().Sub(e.bestAt) < capacityKept {
+		capacity = max(capacity, e.best)
+	}
+	e.mu.Unlock()
 	if rate <= 0 {
 		rate = e.s.cfg.DrainPrior
 	}
+	burst := p.burst.Seconds()
+	inBurst := rate * burst // served before the burst is expected to end
 	return func(position int64) (int64, float64) {
-		ahead := max(0, prog.Before(position)-prog.Served)
-		return ahead, math.Round(float64(ahead+1)/rate*10) / 10
+		ahead := max(0, p.prog.Before(position)-p.prog.Served)
+		n := float64(ahead + 1)
+		w := n / rate
+		if burst > 0 && capacity > rate && n > inBurst {
+			w = burst + (n-inBurst)/capacity
+		}
+		return ahead, math.Round(w*10) / 10
 	}
 }
 
-// Rate returns the measured drain rate of an event's queue, requests/s.
+// QueueRate returns an event's queue progress and its measured drain rate,
+// requests/s.
 func (s *Queue) QueueRate(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, float64, error) {
-	return s.estimator.sample(ctx, eventID)
+	p, err := s.estimator.sample(ctx, eventID)
+	return p.prog, p.rate, err
 }
 
 // QueueDepths calls yield with the progress and drain rate of each event
@@ -111,7 +154,7 @@ func (s *Queue) QueueDepths(ctx context.Context, recent time.Duration, yield fun
 		return true
 	})
 	e.mu.Unlock()
-	now := time.Now()
+	now := e.now()
 	for _, en := range all {
 		en.d.mu.Lock()
 		live := now.Sub(en.d.asked) < recent
@@ -119,38 +162,41 @@ func (s *Queue) QueueDepths(ctx context.Context, recent time.Duration, yield fun
 		if !live {
 			continue
 		}
-		if p, rate, err := e.read(ctx, en.id, false); err == nil {
-			yield(en.id, p, rate)
+		if p, err := e.read(ctx, en.id, false); err == nil {
+			yield(en.id, p.prog, p.rate)
 		}
 	}
 }
 
-func (e *estimator) sample(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, float64, error) {
+func (e *estimator) sample(ctx context.Context, eventID boxoffice.ID) (pace, error) {
 	return e.read(ctx, eventID, true)
 }
 
-// read returns the event's progress and rate, reading the progress if the
-// last read is older than progressTTL; asked says a request's ticket needs
-// it (rather than a scrape of the metrics).
-func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) (boxoffice.QueueProgress, float64, error) {
+// read returns the event's pace, reading the progress if the last read is
+// older than progressTTL; asked says a request's ticket needs it (rather
+// than a scrape of the metrics).
+func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) (pace, error) {
 	d := e.drain(eventID)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := e.now()
 	if asked {
 		d.asked = now
 	}
 	if now.Sub(d.fetched) < progressTTL {
-		return d.prog, d.rate, nil
+		return d.pace(now), nil
 	}
 	p, err := e.s.queue.Progress(ctx, eventID)
 	if err != nil {
-		return p, 0, err
+		return pace{prog: p}, err
 	}
 	d.prog, d.fetched = p, now
+	// Arrivals to the queue proper: the pre-queue's count only before the
+	// opening, when nobody gets an estimate from the drain.
+	arrived := p.Admitted
 	switch dt := now.Sub(d.at); {
 	case d.at.IsZero():
-		d.at, d.served, d.backlog = now, p.Served, p.Admitted > p.Served
+		d.at, d.served, d.admitted, d.backlog = now, p.Served, arrived, p.Admitted > p.Served
 	case dt >= rateSample:
 		// An empty queue says nothing about the pace: keep the last rate.
 		if d.backlog {
@@ -170,10 +216,28 @@ func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) 
 			if d.rate > 0 {
 				e.mu.Lock()
 				e.last = d.rate
+				if d.rate > e.best || now.Sub(e.bestAt) >= capacityKept {
+					e.best, e.bestAt = d.rate, now
+				}
 				e.mu.Unlock()
 			}
 		}
-		d.at, d.served, d.backlog = now, p.Served, p.Admitted > p.Served
+		switch {
+		case arrived == d.admitted:
+			d.burstStart = time.Time{}
+		case d.burstStart.IsZero():
+			d.burstStart = d.at
+		}
+		d.at, d.served, d.admitted, d.backlog = now, p.Served, arrived, p.Admitted > p.Served
 	}
-	return p, d.rate, nil
+	return d.pace(now), nil
+}
+
+// pace is the drain's pace as of now (d.mu held).
+func (d *drain) pace(now time.Time) pace {
+	p := pace{prog: d.prog, rate: d.rate}
+	if !d.burstStart.IsZero() {
+		p.burst = now.Sub(d.burstStart)
+	}
+	return p
 }

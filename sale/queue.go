@@ -225,10 +225,11 @@ func (s *Queue) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTick
 		held := e.HeldUntil
 		t.BookingID, t.HeldUntil, t.PaymentURL = e.BookingID, &held, PaymentURL(e.BookingID)
 	case boxoffice.QueueQueued:
-		prog, rate, err := s.estimator.sample(ctx, r.EventID)
+		p, err := s.estimator.sample(ctx, r.EventID)
 		if err != nil {
 			return nil, err
 		}
+		prog := p.prog
 		if lerr == nil {
 			// Queued before the sell-out: told now, decided by the drain
 			// (without a hold) when it gets there.
@@ -238,7 +239,7 @@ func (s *Queue) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTick
 				break
 			}
 		}
-		t.Ahead, t.EstimatedWaitSeconds = s.estimator.estimate(prog, rate, r.Position)
+		t.Ahead, t.EstimatedWaitSeconds = s.estimator.estimate(p, r.Position)
 		if lerr == nil {
 			s.seatsAtTurn(ctx, t, l, r, prog)
 		}

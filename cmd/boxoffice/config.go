@@ -92,7 +92,7 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.Workers, "workers", 1, "booking workers draining the flash-sale queue in this process (0: none; see boxoffice worker)")
 	fs.IntVar(&c.QueueMaxLive, "queue-max-live", 1, "queued requests one user may have waiting per event")
 	fs.IntVar(&c.QueueSlots, "queue-slots", 1, "Redis hash slots each new queued event's queue is spread over (1-64; with --kafka): more than one lets a hot event's admissions use several Redis Cluster primaries; keep it the same on every process")
-	fs.Float64Var(&c.DrainPrior, "queue-drain-prior", 2000, "drain rate (requests/s) wait estimates assume until one is measured")
+	fs.Float64Var(&c.DrainPrior, "queue-drain-prior", 2000, "drain rate (requests/s) wait estimates assume until one is measured, and the least capacity they assume during a burst of arrivals: set it to the deployment's drain as the drill measures it")
 	fs.DurationVar(&c.PreQueue, "prequeue-window", time.Hour, "how long before a queued sale opens its waiting room takes requests")
 	fs.DurationVar(&c.KafkaSession, "kafka-session-timeout", 10*time.Second, "how long a silent booking worker keeps its partitions before the group hands them to another (Kafka's session.timeout.ms)")
 	fs.BoolVar(&c.Relay, "relay", true, "run the outbox relay, the returns pass and the reconciler in this process (see boxoffice relay)")

@@ -51,6 +51,7 @@ func loadTargetFlags(fs *flag.FlagSet, c *config, url, secret *string) {
 	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", 5*time.Second, "in-process server: reconciler interval")
 	fs.DurationVar(&c.SeatmapTTL, "seatmap-ttl", 10*time.Second, "in-process server: seat-map cache TTL (the users' view is this stale)")
 	fs.StringVar(&c.LogLevel, "log-level", "warn", "in-process server's log level")
+	fs.Float64Var(&c.DrainPrior, "queue-drain-prior", 2000, "in-process server: the drain rate (requests/s) wait estimates assume until one is measured, and the least capacity during a burst")
 }
 
 // openLoadTarget opens the target of a load command named name: without
