@@ -225,7 +225,7 @@ func scatter(s *svg, top float64, r *Result) {
 	px := func(v float64) float64 { return x0 + side*math.Min(v, vmax)/vmax }
 	py := func(v float64) float64 { return top + side - side*math.Min(v, vmax)/vmax }
 	wa := r.Wait
-	s.text(x0, top-28, "start", "14", "#222", fmt.Sprintf("Predicted vs actual wait: %s requests, median abs error %s, %.0f%% within 30%% + 1 s",
+	s.text(x0, top-28, "start", "14", "#222", fmt.Sprintf("Predicted vs actual wait: %s requests, median abs error %s, %.0f%% within 25%% + 2 s",
 		num(wa.N), secs(wa.MedianAbsError), 100*wa.Within))
 	s.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#bbb"/>`+"\n", x0, top, side, side)
 	for _, v := range ticks(vmax) {

@@ -39,13 +39,13 @@ func TestPeak(t *testing.T) {
 func TestAccuracy(t *testing.T) {
 	a := Accuracy([]WaitPoint{
 		{Predicted: 1, Actual: 1},     // exact
-		{Predicted: 3, Actual: 1.5},   // 1.5 s pessimistic: outside 30% + 1 s
-		{Predicted: 10, Actual: 12},   // 2 s optimistic: within 4.6 s
-		{Predicted: 30, Actual: 60},   // 30 s optimistic: outside 19 s
+		{Predicted: 4.5, Actual: 1.5}, // 3 s pessimistic: outside 25% + 2 s
+		{Predicted: 10, Actual: 12},   // 2 s optimistic: within 5 s
+		{Predicted: 30, Actual: 60},   // 30 s optimistic: outside 17 s
 		{Predicted: 0.5, Actual: 0.2}, // within
 	})
-	if a.N != 5 || a.MedianAbsError != 1.5 || a.MedianError != 0 {
-		t.Errorf("n %d, median |e| %g, median e %g; want 5, 1.5, 0", a.N, a.MedianAbsError, a.MedianError)
+	if a.N != 5 || a.MedianAbsError != 2 || a.MedianError != 0 {
+		t.Errorf("n %d, median |e| %g, median e %g; want 5, 2, 0", a.N, a.MedianAbsError, a.MedianError)
 	}
 	if math.Abs(a.Within-0.6) > 1e-9 {
 		t.Errorf("within %g, want 0.6", a.Within)
@@ -53,7 +53,7 @@ func TestAccuracy(t *testing.T) {
 	want := []WaitBin{
 		{Lo: 0, Hi: 1, N: 1, MedianPredicted: 0.5, MedianActual: 0.2},
 		{Lo: 1, Hi: 2, N: 1, MedianPredicted: 1, MedianActual: 1},
-		{Lo: 2, Hi: 5, N: 1, MedianPredicted: 3, MedianActual: 1.5},
+		{Lo: 2, Hi: 5, N: 1, MedianPredicted: 4.5, MedianActual: 1.5},
 		{Lo: 10, Hi: 20, N: 1, MedianPredicted: 10, MedianActual: 12},
 		{Lo: 20, Hi: 40, N: 1, MedianPredicted: 30, MedianActual: 60},
 	}

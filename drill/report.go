@@ -175,7 +175,7 @@ func WriteReport(w io.Writer, r *Result, chart string) {
 
 	wa := r.Wait
 	p("Predicted vs actual wait: each request's first estimate while queued (the 202's, or the first poll's after the opening draw) against the time from that answer to its outcome in the queue state. ")
-	p("%s requests: median absolute error %s, median error %s (negative: it took longer than promised), %.0f%% within 30%% + 1 s.\n\n",
+	p("%s requests: median absolute error %s, median error %s (negative: it took longer than promised), %.0f%% within 25%% + 2 s.\n\n",
 		num(wa.N), secs(wa.MedianAbsError), secs(wa.MedianError), 100*wa.Within)
 	if len(wa.Bins) > 0 {
 		p("| predicted | requests | median predicted | median actual |\n| --- | ---: | ---: | ---: |\n")
