@@ -23,39 +23,25 @@ func TestMetricsTheRulesAndDashboardQueryExist(t *testing.T) {
 	admin, _ := a.Issue("organiser", boxoffice.RoleAdmin, time.Hour)
 	fan, _ := a.Issue("fan-1", "", time.Hour)
 	other, _ := a.Issue("fan-2", "", time.Hour)
-	var ev struct {
-		ID boxoffice.ID `json:"event_id"`
-	}
-	call(t, "POST", base+"/events", admin, "", map[string]any{
-		"name": "Metrics", "venue": "Hall", "starts_at": time.Now().Add(48 * time.Hour).Format(time.RFC3339),
-		"sale_opens_at": time.Now().Add(-time.Minute).Format(time.RFC3339), "sale_mode": "direct",
-		"sections": []map[string]any{{"name": "A", "price_tier": "std", "price_cents": 1000, "rows": 1, "seats_per_row": 5}},
-	}, http.StatusCreated, &ev)
+	ev := newEvent(t, base, admin, "direct", 1)
 	var res struct {
 		BookingID boxoffice.ID `json:"booking_id"`
 	}
-	call(t, "POST", base+"/bookings/reserve", fan, "k1", map[string]any{"event_id": ev.ID, "seat_ids": []string{"A-A-1", "A-A-2"}}, http.StatusCreated, &res)
-	call(t, "POST", base+"/bookings/reserve", other, "k1", map[string]any{"event_id": ev.ID, "seat_ids": []string{"A-A-2"}}, http.StatusConflict, nil)
+	call(t, "POST", base+"/bookings/reserve", fan, "k1", map[string]any{"event_id": ev, "seat_ids": []string{"A-A-1", "A-A-2"}}, http.StatusCreated, &res)
+	call(t, "POST", base+"/bookings/reserve", other, "k1", map[string]any{"event_id": ev, "seat_ids": []string{"A-A-2"}}, http.StatusConflict, nil)
 	call(t, "POST", base+"/bookings/"+res.BookingID.String()+"/confirm", fan, "k2", map[string]any{"payment_token": "tok_visa"}, http.StatusOK, nil)
-	if code := get(t, base+"/events/"+ev.ID.String()+"/seats", ""); code != http.StatusOK {
+	if code := get(t, base+"/events/"+ev.String()+"/seats", ""); code != http.StatusOK {
 		t.Fatalf("seat map: %d", code)
 	}
 
 	// A queued sale: a 202, decided by the worker; its wait is measured
 	// against the estimate told.
-	var qev struct {
-		ID boxoffice.ID `json:"event_id"`
-	}
-	call(t, "POST", base+"/events", admin, "", map[string]any{
-		"name": "Queued", "venue": "Hall", "starts_at": time.Now().Add(48 * time.Hour).Format(time.RFC3339),
-		"sale_opens_at": time.Now().Add(-time.Minute).Format(time.RFC3339), "sale_mode": "queued",
-		"sections": []map[string]any{{"name": "A", "price_tier": "std", "price_cents": 1000, "rows": 1, "seats_per_row": 5}},
-	}, http.StatusCreated, &qev)
+	qev := newEvent(t, base, admin, "queued", 1)
 	var q struct {
 		ID     boxoffice.ID `json:"request_id"`
 		Status string       `json:"status"`
 	}
-	call(t, "POST", base+"/bookings/reserve", fan, "q1", map[string]any{"event_id": qev.ID, "seat_ids": []string{"A-A-1"}}, http.StatusAccepted, &q)
+	call(t, "POST", base+"/bookings/reserve", fan, "q1", map[string]any{"event_id": qev, "seat_ids": []string{"A-A-1"}}, http.StatusAccepted, &q)
 	for deadline := time.Now().Add(20 * time.Second); q.Status != "held"; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("queued request %s still %s", q.ID, q.Status)
@@ -99,15 +85,15 @@ func TestMetricsTheRulesAndDashboardQueryExist(t *testing.T) {
 		`boxoffice_guard_hits_total{check="seat_sold_at_confirm"} 0`,
 		`boxoffice_unavailable_total{port="store"} 0`,
 		`boxoffice_live_streams 0`,
-		`boxoffice_seats{event="` + ev.ID.String() + `",status="sold"} 2`,
-		`boxoffice_seats{event="` + ev.ID.String() + `",status="available"} 3`,
+		`boxoffice_seats{event="` + ev.String() + `",status="sold"} 2`,
+		`boxoffice_seats{event="` + ev.String() + `",status="available"} 3`,
 		`boxoffice_queue_admitted_total 1`,
 		`boxoffice_queue_decided_total{reason="",status="held"} 1`,
 		`boxoffice_queue_wait_seconds_count 1`,
 		`boxoffice_queue_wait_estimate_error_seconds_count 1`,
 		`boxoffice_queue_wait_estimates_total{accuracy="within"} 1`,
-		`boxoffice_queue_depth{event="` + qev.ID.String() + `",state="queued"} 0`,
-		`boxoffice_queue_depth{event="` + qev.ID.String() + `",state="waiting"} 0`,
+		`boxoffice_queue_depth{event="` + qev.String() + `",state="queued"} 0`,
+		`boxoffice_queue_depth{event="` + qev.String() + `",state="waiting"} 0`,
 	} {
 		if !strings.Contains(scrape, want+"\n") {
 			t.Errorf("scrape lacks %q", want)

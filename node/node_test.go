@@ -30,18 +30,11 @@ func TestEmbeddedNode(t *testing.T) {
 	}
 	admin, _ := a.Issue("organiser", boxoffice.RoleAdmin, time.Hour)
 	fan, _ := a.Issue("fan-1", "", time.Hour)
-	var ev struct {
-		ID boxoffice.ID `json:"event_id"`
-	}
-	call(t, "POST", base+"/events", admin, "", map[string]any{
-		"name": "Node test", "venue": "Hall", "starts_at": time.Now().Add(48 * time.Hour).Format(time.RFC3339),
-		"sale_opens_at": time.Now().Add(-time.Minute).Format(time.RFC3339), "sale_mode": "direct",
-		"sections": []map[string]any{{"name": "A", "price_tier": "std", "price_cents": 1000, "rows": 2, "seats_per_row": 5}},
-	}, http.StatusCreated, &ev)
+	ev := newEvent(t, base, admin, "direct", 2)
 	var res struct {
 		BookingID boxoffice.ID `json:"booking_id"`
 	}
-	call(t, "POST", base+"/bookings/reserve", fan, "k1", map[string]any{"event_id": ev.ID, "seat_ids": []string{"A-A-1"}}, http.StatusCreated, &res)
+	call(t, "POST", base+"/bookings/reserve", fan, "k1", map[string]any{"event_id": ev, "seat_ids": []string{"A-A-1"}}, http.StatusCreated, &res)
 	call(t, "POST", base+"/bookings/"+res.BookingID.String()+"/confirm", fan, "k2", map[string]any{"payment_token": "tok_visa"}, http.StatusOK, nil)
 
 	if code := get(t, base+"/app/", ""); code != http.StatusOK {
@@ -68,6 +61,21 @@ func TestEmbeddedNode(t *testing.T) {
 	if b.Status != boxoffice.BookingConfirmed {
 		t.Errorf("booking after restart: %s, want confirmed", b.Status)
 	}
+}
+
+// newEvent creates an event on sale now (sale mode direct or queued) of
+// one section A of rows rows of 5 seats, and returns its id.
+func newEvent(t *testing.T, base, admin, mode string, rows int) boxoffice.ID {
+	t.Helper()
+	var ev struct {
+		ID boxoffice.ID `json:"event_id"`
+	}
+	call(t, "POST", base+"/events", admin, "", map[string]any{
+		"name": "Node test, " + mode, "venue": "Hall", "starts_at": time.Now().Add(48 * time.Hour).Format(time.RFC3339),
+		"sale_opens_at": time.Now().Add(-time.Minute).Format(time.RFC3339), "sale_mode": mode,
+		"sections": []map[string]any{{"name": "A", "price_tier": "std", "price_cents": 1000, "rows": rows, "seats_per_row": 5}},
+	}, http.StatusCreated, &ev)
+	return ev.ID
 }
 
 // serveNode builds a node from o (with a test authenticator) and serves it

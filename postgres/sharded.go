@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -1075,20 +1076,26 @@ func (s *Sharded) QueueRecords(ctx context.Context, ids []boxoffice.ID) (map[box
 		st := s.byID(id)
 		by[st] = append(by[st], id)
 	}
-	out := map[boxoffice.ID]boxoffice.QueueRecord{}
+	return mergeAtOnce(by, func(st *Store, part []boxoffice.ID) (map[boxoffice.ID]boxoffice.QueueRecord, error) {
+		return st.QueueRecords(ctx, part)
+	})
+}
+
+// mergeAtOnce runs read on every shard's part at once and merges the maps
+// they answer; the first error fails the whole.
+func mergeAtOnce[S comparable, V any](parts map[S][]boxoffice.ID, read func(S, []boxoffice.ID) (map[boxoffice.ID]V, error)) (map[boxoffice.ID]V, error) {
+	out := map[boxoffice.ID]V{}
 	var mu sync.Mutex
 	var g errgroup.Group
-	for st, part := range by {
+	for shard, part := range parts {
 		g.Go(func() error {
-			got, err := st.QueueRecords(ctx, part)
+			got, err := read(shard, part)
 			if err != nil {
 				return err
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			for id, r := range got {
-				out[id] = r
-			}
+			maps.Copy(out, got)
 			return nil
 		})
 	}
@@ -1108,25 +1115,7 @@ func (s *Sharded) QueueServed(ctx context.Context, events []boxoffice.ID) (map[b
 		}
 		by[k] = append(by[k], ev)
 	}
-	out := map[boxoffice.ID]int64{}
-	var mu sync.Mutex
-	var g errgroup.Group
-	for k, part := range by {
-		g.Go(func() error {
-			got, err := s.shards[k].QueueServed(ctx, part)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for ev, n := range got {
-				out[ev] = n
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return mergeAtOnce(by, func(k int, part []boxoffice.ID) (map[boxoffice.ID]int64, error) {
+		return s.shards[k].QueueServed(ctx, part)
+	})
 }
