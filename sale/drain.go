@@ -21,10 +21,10 @@ import (
 //  2. the requests are checked against their events (in memory), their
 //     in-flight leases taken (one round trip: ManyLeases) and their
 //     idempotency records read (one read for the batch): a request a
-//     previous delivery booked gets that
-//     booking back, and nothing else happens to it; then a request of an
-//     event that sold out before its turn, or a best-available ask too big
-//     for what is left, is turned down (sold_out) without a hold;
+//     previous delivery booked gets that booking back, and nothing else
+//     happens to it; then a request of an event that sold out before its
+//     turn, or a best-available ask too big for what is left, is turned
+//     down (sold_out) without a hold;
 //  3. the holds, in queue order, each all-or-nothing: one script call per
 //     lock-store slot for the whole batch (Holds.AcquireMany); a
 //     best-available request is held on its own at its place in the order,
