@@ -3,6 +3,7 @@ package boxoffice
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 )
 
@@ -59,6 +60,14 @@ type QueuedRequest struct {
 	// estimate against the real wait. Nil for a request admitted to the
 	// pre-queue, whose first answer was the opening time.
 	EstimatedWait *float64 `json:"estimated_wait_seconds,omitempty"`
+}
+
+// WaitEstimateWithin reports whether a wait estimate counts as accurate:
+// off by at most 25% of the real wait plus 2 s (seconds both). It is the
+// one rule the metrics (boxoffice_queue_wait_estimates_total) and the
+// drill's report judge estimates by.
+func WaitEstimateWithin(told, real float64) bool {
+	return math.Abs(told-real) <= 0.25*real+2
 }
 
 // QueueEntry is a request with where it is.

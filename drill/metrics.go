@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/boxoffice/boxoffice"
 )
 
 // series counts events per second since the drill's start: the time axis
@@ -136,9 +138,8 @@ type WaitAccuracy struct {
 	// the median of predicted - actual (negative: the queue promised less
 	// than it took).
 	MedianAbsError, MedianError float64
-	// Within is the share within 25% of the actual wait plus 2 s: the
-	// target of issue 13, and what boxoffice_queue_wait_estimates_total
-	// counts as within.
+	// Within is the share within 25% of the actual wait plus 2 s
+	// (boxoffice.WaitEstimateWithin, the rule the metrics count by too).
 	Within float64
 	Bins   []WaitBin
 }
@@ -159,7 +160,7 @@ func Accuracy(points []WaitPoint) WaitAccuracy {
 	for i, p := range points {
 		e := p.Predicted - p.Actual
 		signed[i], abs[i] = e, math.Abs(e)
-		if abs[i] <= 0.25*p.Actual+2 {
+		if boxoffice.WaitEstimateWithin(p.Predicted, p.Actual) {
 			within++
 		}
 	}

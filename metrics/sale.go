@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -463,7 +462,7 @@ func (m *saleMetrics) waited(r *boxoffice.QueuedRequest, o boxoffice.QueueOutcom
 	off := wait - *r.EstimatedWait
 	m.waits.Observe(wait)
 	m.waitErrors.Observe(off)
-	if math.Abs(off) <= 0.25*wait+2 {
+	if boxoffice.WaitEstimateWithin(*r.EstimatedWait, wait) {
 		m.estimates.WithLabelValues("within").Inc()
 	} else {
 		m.estimates.WithLabelValues("outside").Inc()
