@@ -191,12 +191,9 @@ func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) 
 		return pace{prog: p}, err
 	}
 	d.prog, d.fetched = p, now
-	// Arrivals to the queue proper: the pre-queue's count only before the
-	// opening, when nobody gets an estimate from the drain.
-	arrived := p.Admitted
 	switch dt := now.Sub(d.at); {
 	case d.at.IsZero():
-		d.at, d.served, d.admitted, d.backlog = now, p.Served, arrived, p.Admitted > p.Served
+		d.at, d.served, d.admitted, d.backlog = now, p.Served, p.Admitted, p.Admitted > p.Served
 	case dt >= rateSample:
 		// An empty queue says nothing about the pace: keep the last rate.
 		if d.backlog {
@@ -223,12 +220,12 @@ func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) 
 			}
 		}
 		switch {
-		case arrived == d.admitted:
+		case p.Admitted == d.admitted: // no arrival (the pre-queue arrives at the draw)
 			d.burstStart = time.Time{}
 		case d.burstStart.IsZero():
 			d.burstStart = d.at
 		}
-		d.at, d.served, d.admitted, d.backlog = now, p.Served, arrived, p.Admitted > p.Served
+		d.at, d.served, d.admitted, d.backlog = now, p.Served, p.Admitted, p.Admitted > p.Served
 	}
 	return d.pace(now), nil
 }
