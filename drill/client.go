@@ -57,8 +57,9 @@ type client struct {
 	hc      *http.Client
 	timeout time.Duration // per attempt
 	retries int           // further attempts after a timeout, 5xx or 409 in flight
-	// attempt records each attempt's time from send to answer.
-	attempt func(d time.Duration)
+	// attempt records each attempt's time from send to answer, with the
+	// request's method and path.
+	attempt func(method, path string, d time.Duration)
 }
 
 // answer is what one call came back with.
@@ -160,7 +161,7 @@ func (c *client) once(ctx context.Context, method, path, token string, body []by
 		return answer{Err: err, Header: resp.Header}
 	}
 	if c.attempt != nil {
-		c.attempt(time.Since(start))
+		c.attempt(method, path, time.Since(start))
 	}
 	a := answer{Status: resp.StatusCode, Body: b, Header: resp.Header}
 	if resp.StatusCode >= 400 {

@@ -212,6 +212,7 @@ type runner struct {
 
 	arrivals, sent, admitted, refused, polls, confirmed, reads200, reads304 *series
 	to202, sendLag, service, confirmTime, pollLag                           samples
+	reserveService, confirmService                                          samples
 	answers, outcomes, confirms, ends, pollErrors                           counter
 	retries, noEstimate                                                     atomic.Int64
 
@@ -237,7 +238,14 @@ func newRunner(cfg Config, t Target) *runner {
 	tr := newTransport(cfg.Conns + cfg.Readers + 1)
 	hc := &http.Client{Transport: tr}
 	r.c = &client{base: strings.TrimRight(t.URL, "/"), hc: hc, timeout: cfg.Timeout, retries: cfg.Retries,
-		attempt: func(d time.Duration) { r.service.add(d) }}
+		attempt: func(method, path string, d time.Duration) {
+			r.service.add(d)
+			if path == "/bookings/reserve" {
+				r.reserveService.add(d)
+			} else if strings.HasSuffix(path, "/confirm") {
+				r.confirmService.add(d)
+			}
+		}}
 	r.rc = &client{base: r.c.base, hc: hc, timeout: 30 * time.Second}
 	r.sse = &http.Client{Transport: newTransport(cfg.SSE + 1)}
 	r.sched = newScheduler(cfg.PollRate)

@@ -213,7 +213,7 @@ func newSteadyRunner(cfg SteadyConfig, t SteadyTarget) *steadyRunner {
 	_, _ = rand.Read(id)
 	r := &steadyRunner{cfg: cfg, t: t, runID: hex.EncodeToString(id), pick: newZipfPicker(cfg.Events, cfg.Zipf)}
 	hc := &http.Client{Transport: newTransport(cfg.Conns + 8)}
-	count := func(time.Duration) { r.requests.Add(1) }
+	count := func(string, string, time.Duration) { r.requests.Add(1) }
 	r.c = &client{base: strings.TrimRight(t.URL, "/"), hc: hc, timeout: cfg.Timeout, retries: cfg.Retries, attempt: count}
 	r.rc = &client{base: r.c.base, hc: hc, timeout: 30 * time.Second, retries: 4}
 	if cfg.Rate > 0 {

@@ -25,6 +25,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,6 +55,12 @@ type Store struct {
 // bookingWriters is how many group-commit batches of bookings run at once.
 const bookingWriters = 2
 
+// DefaultPoolConns is the connection pool's size when the URL does not set
+// pool_max_conns: enough for the batch writers and a confirm each for the
+// rest, and six processes within PostgreSQL's default max_connections (100).
+// Each process opens up to this many.
+const DefaultPoolConns = 16
+
 // Open connects to the database at url (a postgres:// URL or a key=value
 // DSN; runtime parameters such as search_path are passed through), applies
 // any pending migrations and returns the Store. It fails with EUNAVAILABLE
@@ -78,6 +85,16 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		if _, set := cfg.ConnConfig.RuntimeParams[param]; !set {
 			cfg.ConnConfig.RuntimeParams[param] = value
 		}
+	}
+	// pgxpool's own default is one connection per CPU of this host, at
+	// least 4; the booking and idempotency writers alone can hold 4, and a
+	// confirm (a transaction of its own) then waits behind the drain's
+	// batches: in the 200k drill on 2 cores, a confirm's round trip took
+	// p50 743 ms and 660 buyers paid past their hold with 4 connections,
+	// 185 ms and 5 with 16, 133 ms and 3 with 32 (docs/benchmarks.md). A
+	// URL with pool_max_conns keeps its own.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultPoolConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -147,3 +147,16 @@ func openStore(tb testing.TB, u string) *postgres.Store {
 	tb.Cleanup(func() { s.Close() })
 	return s
 }
+
+// The pool is sized for a server's concurrent transactions unless the URL
+// says otherwise: pgxpool's own default (one per CPU, at least 4) lets the
+// batch writers starve every other transaction.
+func TestPoolSize(t *testing.T) {
+	schema := freshSchema(t)
+	if got := openStore(t, schema).Pool().Config().MaxConns; got != postgres.DefaultPoolConns {
+		t.Errorf("pool without pool_max_conns: %d connections, want %d", got, postgres.DefaultPoolConns)
+	}
+	if got := openStore(t, withParam(t, schema, "pool_max_conns", "7")).Pool().Config().MaxConns; got != 7 {
+		t.Errorf("pool_max_conns=7: %d connections", got)
+	}
+}
