@@ -92,8 +92,18 @@ type View struct {
 	mu      sync.RWMutex
 	letters []byte // one of 'a', 'h', 's' per layout index; replaced, never changed in place
 	avail   []int  // available seats per section, for skipping full ones
+	runs    *rowRuns
 	etag    string
 	at      time.Time
+}
+
+// rowRuns is the longest run of available seats in each row and section of a
+// view, so that a pick skips at once what cannot seat its party: late in
+// a sale most rows are too broken up, and scanning them seat by seat was
+// 15 % of the production drill's CPU, taken from the server it measures.
+type rowRuns struct {
+	row     [][]int // by section, then row
+	section []int
 }
 
 // NewView returns a view of layout with every seat available, which is
@@ -135,17 +145,25 @@ func (v *View) Update(body []byte, etag string, at time.Time) (int, error) {
 
 func (v *View) set(letters []byte, etag string, at time.Time) {
 	avail := make([]int, len(v.layout.Sections))
+	rs := &rowRuns{row: make([][]int, len(v.layout.Sections)), section: make([]int, len(v.layout.Sections))}
 	for si, sec := range v.layout.Sections {
-		for _, row := range sec.Rows {
+		rs.row[si] = make([]int, len(sec.Rows))
+		for ri, row := range sec.Rows {
+			run := 0
 			for _, i := range row {
-				if letters[i] == 'a' {
-					avail[si]++
+				if letters[i] != 'a' {
+					run = 0
+					continue
 				}
+				avail[si]++
+				run++
+				rs.row[si][ri] = max(rs.row[si][ri], run)
 			}
+			rs.section[si] = max(rs.section[si], rs.row[si][ri])
 		}
 	}
 	v.mu.Lock()
-	v.letters, v.avail, v.etag, v.at = letters, avail, etag, at
+	v.letters, v.avail, v.runs, v.etag, v.at = letters, avail, rs, etag, at
 	v.mu.Unlock()
 }
 
@@ -170,11 +188,19 @@ const rowTries = 6
 // view shows no such run anywhere: the sale looks sold out to this user.
 func (v *View) Pick(rng *rand.Rand, party int, tried map[int]bool) ([]string, []int) {
 	v.mu.RLock()
-	letters, avail := v.letters, v.avail
+	letters, avail, rs := v.letters, v.avail, v.runs
 	v.mu.RUnlock()
 	secs := v.layout.Sections
 	first := firstChoice(rng, len(secs))
 	free := func(i int) bool { return letters[i] == 'a' && !tried[i] }
+	// A row (or section) without party seats in a run in the view has no
+	// fit whatever the user tried: skipped without a look.
+	fit := func(si, r int) []int {
+		if rs.row[si][r] < party {
+			return nil
+		}
+		return fitInRow(rng, secs[si].Rows[r], party, free)
+	}
 	// Sections in the order this user tries them: the first choice, then
 	// its neighbours alternately (one worse, one better, ...).
 	for d := 0; d < 2*len(secs); d++ {
@@ -182,7 +208,7 @@ func (v *View) Pick(rng *rand.Rand, party int, tried map[int]bool) ([]string, []
 		if d%2 == 0 {
 			si = first - d/2
 		}
-		if si < 0 || si >= len(secs) || avail[si] < party {
+		if si < 0 || si >= len(secs) || avail[si] < party || rs.section[si] < party {
 			continue
 		}
 		rows := secs[si].Rows
@@ -191,12 +217,12 @@ func (v *View) Pick(rng *rand.Rand, party int, tried map[int]bool) ([]string, []
 			if t > 0 {
 				r = rng.IntN(len(rows))
 			}
-			if idx := fitInRow(rng, rows[r], party, free); idx != nil {
+			if idx := fit(si, r); idx != nil {
 				return v.ids(idx), idx
 			}
 		}
-		for _, row := range rows {
-			if idx := fitInRow(rng, row, party, free); idx != nil {
+		for r := range rows {
+			if idx := fit(si, r); idx != nil {
 				return v.ids(idx), idx
 			}
 		}

@@ -188,3 +188,46 @@ func TestPickSectionSkipsFullOnes(t *testing.T) {
 		}
 	}
 }
+
+// A pick skips the rows and sections whose longest run is too short; it
+// must still find a fit wherever one exists, and only real fits: checked
+// against a seat-by-seat search on broken-up random maps.
+func TestPickFindsEveryFit(t *testing.T) {
+	l := testLayout(t, 4, 5, 8)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for round := range 300 {
+		letters := make([]byte, len(l.Seats))
+		for i := range letters {
+			letters[i] = "ahss"[rng.IntN(4)]
+		}
+		v := NewView(l)
+		if _, err := v.Update(compactBody(string(letters)), "", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		tried := map[int]bool{rng.IntN(len(letters)): true, rng.IntN(len(letters)): true}
+		party := 1 + rng.IntN(4)
+		exists := false
+		for _, sec := range l.Sections {
+			for _, row := range sec.Rows {
+				run := 0
+				for _, i := range row {
+					if letters[i] == 'a' && !tried[i] {
+						run++
+					} else {
+						run = 0
+					}
+					exists = exists || run >= party
+				}
+			}
+		}
+		_, idx := v.Pick(rng, party, tried)
+		if exists != (idx != nil) {
+			t.Fatalf("round %d, party %d: a fit exists %v, Pick gave %v", round, party, exists, idx)
+		}
+		for _, i := range idx {
+			if letters[i] != 'a' || tried[i] {
+				t.Fatalf("round %d: Pick gave seat %d, which is %q (tried %v)", round, i, letters[i], tried[i])
+			}
+		}
+	}
+}

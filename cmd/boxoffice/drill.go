@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/boxoffice/boxoffice/auth"
@@ -71,6 +72,8 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Uint64Var(&dc.Seed, "seed", dc.Seed, "seed of the crowd")
 	fs.StringVar(&out, "out", "", "also write the report to this file")
 	fs.StringVar(&svgPath, "svg", "", "write the chart (SVG) to this file")
+	var cpuProfile string
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load generator and in-process server) over the run to this file")
 	fs.Usage = usage(stderr, fs, drillUsage)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
@@ -94,6 +97,17 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	a, p := t.auth, t.parts
 
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ttl := dc.Duration + dc.Settle + time.Hour
 	res, err := drill.Run(ctx, dc, drill.Target{
 		URL:       t.url,
