@@ -188,7 +188,7 @@ const rowTries = 6
 // view shows no such run anywhere: the sale looks sold out to this user.
 func (v *View) Pick(rng *rand.Rand, party int, tried map[int]bool) ([]string, []int) {
 	v.mu.RLock()
-	letters, avail, rs := v.letters, v.avail, v.runs
+	letters, rs := v.letters, v.runs
 	v.mu.RUnlock()
 	secs := v.layout.Sections
 	first := firstChoice(rng, len(secs))
@@ -208,7 +208,7 @@ func (v *View) Pick(rng *rand.Rand, party int, tried map[int]bool) ([]string, []
 		if d%2 == 0 {
 			si = first - d/2
 		}
-		if si < 0 || si >= len(secs) || avail[si] < party || rs.section[si] < party {
+		if si < 0 || si >= len(secs) || rs.section[si] < party { // no run long enough, so no fit
 			continue
 		}
 		rows := secs[si].Rows
