@@ -229,18 +229,47 @@ func (q *Queue) EntryByKey(ctx context.Context, eventID boxoffice.ID, userID, ke
 	return e, nil
 }
 
-// Entries reads the entries of a batch, one local look-up each.
+// entriesSQL reads the entries of a JSON array of ids, one primary-key
+// probe each (TestBatchReadsProbeTheirRows).
+const entriesSQL = `SELECT ` + queueColumns + ` FROM queue_requests WHERE id IN (SELECT value FROM json_each(?))`
+
+// Entries reads the entries of a batch in one statement: out[i] is
+// rs[i]'s entry, nil if it has none. One statement, not one per request:
+// the drain reads every batch's entries, and a statement's fixed cost in
+// database/sql and the driver was most of a primary-key look-up's (a third
+// of the embedded drain's CPU at 3,000 requests/s).
 func (q *Queue) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest) ([]*boxoffice.QueueEntry, error) {
 	out := make([]*boxoffice.QueueEntry, len(rs))
+	if len(rs) == 0 {
+		return out, nil
+	}
+	ids := make([]boxoffice.ID, len(rs))
 	for i, r := range rs {
-		e, err := q.Entry(ctx, r.ID)
-		if boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
-			continue
+		ids[i] = r.ID
+	}
+	rows, err := q.s.query(ctx, entriesSQL, jsonIDs(ids))
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	found, err := collect(rows, func(sc scanner) (*boxoffice.QueueEntry, error) { return scanEntry(sc) })
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	byID := make(map[boxoffice.ID]*boxoffice.QueueEntry, len(found))
+	for _, e := range found {
+		byID[e.Request.ID] = e
+	}
+	given := make(map[boxoffice.ID]bool, len(found))
+	for i, r := range rs {
+		e := byID[r.ID]
+		switch {
+		case e == nil:
+		case given[r.ID]: // a request twice in the batch: each its own copy
+			cp := *e
+			out[i] = &cp
+		default:
+			out[i], given[r.ID] = e, true
 		}
-		if err != nil {
-			return nil, err
-		}
-		out[i] = e
 	}
 	return out, nil
 }
