@@ -122,6 +122,10 @@ func Peak(v []float64, window int) (peak, sustained float64) {
 // turned out, in seconds from the moment of the prediction.
 type WaitPoint struct {
 	Predicted, Actual float64
+	// At is when the prediction was made, from the event's creation, and
+	// Ahead how many requests the answer said were ahead.
+	At    time.Duration
+	Ahead int64
 }
 
 // WaitBin is the requests whose prediction fell in [Lo, Hi).

@@ -31,8 +31,8 @@ func sampleResult() *Result {
 		Outcomes: map[string]int{"held ": 600, "rejected seat_taken": 1060},
 		Ends:     map[string]int{"paid": 500, "abandoned after the 202": 160},
 		To202:    []float64{0.01, 0.02, 0.5}, Service: []float64{0.01}, ToOutcome: []float64{0.5, 1, 2},
-		Wait:       Accuracy([]WaitPoint{{1, 1.2}, {2, 2.5}, {4, 3}}),
-		WaitPoints: []WaitPoint{{1, 1.2}, {2, 2.5}, {4, 3}},
+		Wait:       Accuracy([]WaitPoint{{Predicted: 1, Actual: 1.2}, {Predicted: 2, Actual: 2.5}, {Predicted: 4, Actual: 3}}),
+		WaitPoints: []WaitPoint{{Predicted: 1, Actual: 1.2}, {Predicted: 2, Actual: 2.5}, {Predicted: 4, Actual: 3}},
 		Audit: AuditResult{Checked: 1660, Settled: true, SettleNote: "drained", Sold: 1500,
 			Progress: boxoffice.QueueProgress{Admitted: 1660, Served: 1660}, Bookings: map[string]int{"confirmed": 500}},
 	}

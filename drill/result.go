@@ -1,9 +1,12 @@
 package drill
 
 import (
+	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -67,6 +70,7 @@ type Result struct {
 
 	Wait       WaitAccuracy
 	WaitPoints []WaitPoint // a sample for the chart
+	AllWaits   []WaitPoint // every one, for WriteWaits
 
 	Audit AuditResult
 }
@@ -160,7 +164,8 @@ func (r *runner) results(res *Result) {
 			}
 		}
 		if q.hasEst {
-			points = append(points, WaitPoint{Predicted: q.est, Actual: max(0, q.finishedAt.Sub(q.estAt).Seconds())})
+			points = append(points, WaitPoint{Predicted: q.est, Actual: max(0, q.finishedAt.Sub(q.estAt).Seconds()),
+				At: q.estAt.Sub(r.t0), Ahead: q.ahead})
 		}
 	}
 	slices.Sort(toOutcome)
@@ -168,6 +173,7 @@ func (r *runner) results(res *Result) {
 	slices.Sort(push)
 	res.ToOutcome, res.Learned, res.Push = toOutcome, learned, push
 	res.Wait = Accuracy(points)
+	res.AllWaits = points
 	if step := len(points)/maxWaitPoints + 1; step > 1 {
 		for i := 0; i < len(points); i += step {
 			res.WaitPoints = append(res.WaitPoints, points[i])
@@ -183,4 +189,25 @@ func sumMap(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// WriteWaits writes, as CSV, the queue's counters as sampled (kind
+// "queue": seconds from the event's creation, admitted, served, waiting)
+// and each queued request's first estimate (kind "wait": seconds, the
+// requests ahead, the predicted and the real wait in seconds): what the
+// estimator saw and what came of it, to study it without a drill per try.
+func WriteWaits(w io.Writer, res *Result) error {
+	cw := csv.NewWriter(w)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	_ = cw.Write([]string{"kind", "at", "a", "b", "c"})
+	_ = cw.Write([]string{"open", f(res.OpensAt.Seconds()), "", "", ""})
+	for _, q := range res.Queue {
+		_ = cw.Write([]string{"queue", f(q.At.Seconds()), i(q.Admitted), i(q.Served), i(q.Waiting)})
+	}
+	for _, p := range res.AllWaits {
+		_ = cw.Write([]string{"wait", f(p.At.Seconds()), i(p.Ahead), f(p.Predicted), f(p.Actual)})
+	}
+	cw.Flush()
+	return cw.Error()
 }

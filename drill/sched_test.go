@@ -2,6 +2,8 @@ package drill
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -36,5 +38,43 @@ func TestSchedulerHandsOutInDueOrder(t *testing.T) {
 	// 5 at once, then 20 at 50/s: at least 400 ms.
 	if took := time.Since(start); took < 350*time.Millisecond {
 		t.Errorf("25 polls in %s: faster than the 50/s budget", took)
+	}
+}
+
+// The heap hands jobs out earliest first, pushes and pops interleaved, and
+// keeps its order when the earliest job is moved later.
+func TestJobHeapOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	t0 := time.Now()
+	var h jobHeap
+	var want []time.Time
+	popMin := func() {
+		slices.SortFunc(want, time.Time.Compare)
+		got := h.pop()
+		if !got.due.Equal(want[0]) {
+			t.Fatalf("popped %s, want %s", got.due.Sub(t0), want[0].Sub(t0))
+		}
+		want = want[1:]
+	}
+	for i := range 5000 {
+		j := &job{due: t0.Add(time.Duration(rng.IntN(1_000_000)) * time.Microsecond)}
+		h.push(j)
+		want = append(want, j.due)
+		switch {
+		case i%3 == 0:
+			popMin()
+		case i%7 == 0:
+			// The earliest moved later, as a poll out of budget is.
+			slices.SortFunc(want, time.Time.Compare)
+			h[0].j.due = h[0].j.due.Add(time.Duration(rng.IntN(500_000)) * time.Microsecond)
+			want[0] = h[0].j.due
+			h.retime()
+		}
+	}
+	for len(want) > 0 {
+		popMin()
+	}
+	if len(h) != 0 {
+		t.Fatalf("%d jobs left", len(h))
 	}
 }

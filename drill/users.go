@@ -43,6 +43,7 @@ type request struct {
 	hasEst bool
 	est    float64
 	estAt  time.Time
+	ahead  int64 // requests ahead of it then, as the answer said
 	// What the user learned, and when.
 	learnedAt time.Time
 	status    string
@@ -165,7 +166,7 @@ func (r *runner) note(req *request, t ticketJSON, at time.Time) {
 		}
 		return
 	}
-	req.hasEst, req.est, req.estAt = true, *t.Wait, at
+	req.hasEst, req.est, req.estAt, req.ahead = true, *t.Wait, at, t.Ahead
 }
 
 // pollDelay is when a waiting page asks again: after half the estimated

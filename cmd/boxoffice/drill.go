@@ -72,7 +72,8 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Uint64Var(&dc.Seed, "seed", dc.Seed, "seed of the crowd")
 	fs.StringVar(&out, "out", "", "also write the report to this file")
 	fs.StringVar(&svgPath, "svg", "", "write the chart (SVG) to this file")
-	var cpuProfile string
+	var cpuProfile, waitsPath string
+	fs.StringVar(&waitsPath, "waits", "", "write each queued request's first estimate and real wait, and the queue's counters, to this file (CSV)")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load generator and in-process server) over the run to this file")
 	fs.Usage = usage(stderr, fs, drillUsage)
 	if err := parseFlags(fs, args, getenv); err != nil {
@@ -123,6 +124,11 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if svgPath != "" {
 		if err := writeFile(svgPath, func(w io.Writer) error { return drill.WriteSVG(w, res) }); err != nil {
+			return err
+		}
+	}
+	if waitsPath != "" {
+		if err := writeFile(waitsPath, func(w io.Writer) error { return drill.WriteWaits(w, res) }); err != nil {
 			return err
 		}
 	}
