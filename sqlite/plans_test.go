@@ -14,7 +14,7 @@ import (
 func TestBatchReadsProbeTheirRows(t *testing.T) {
 	s := openStore(t)
 	check := func(when string) {
-		for name, q := range map[string]string{"entries": entriesSQL, "idempotencies": idempotenciesSQL} {
+		for name, q := range map[string]string{"entries": entriesSQL, "idempotencies": idempotenciesSQL, "finish": finishSQL} {
 			rows, err := s.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, "[]")
 			if err != nil {
 				t.Fatal(err)
