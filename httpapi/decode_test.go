@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -45,6 +46,37 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
+// The name check walks the body once: every object's keys, at any depth,
+// through arrays, maps and escapes, and names the path of the first
+// unknown key.
+func TestExactNames(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"event_id":"1","best":{"quantity":2}}`:                              "",
+		`{"Event_ID":"1"}`:                                                    "Event_ID",
+		`{"event_id":"1","best":{"Quantity":2}}`:                              "best.Quantity",
+		`{"event_id":"1","list":[{"quantity":1},{"QUANTITY":1}]}`:             "list[1].QUANTITY",
+		`{"grid":[[{"quantity":1}],[{"quantity":1},{"Quantity":1}]]}`:         "grid[1][1].Quantity",
+		`{"\u0065vent_id":"1"}`:                                               "",
+		`{"\u0045vent_id":"1"}`:                                               "Event_id",
+		`{"event_id":"a\"}{\"X\":1,[","list":[]}`:                             "",
+		" { \"event_id\" : \"1\" ,\n \"list\" : [ { \"quantity\" : 1 } ] }\t": "",
+		`{"best":null,"list":null,"grid":[null,[]]}`:                          "",
+		`{"tags":{"AnyKey":{"quantity":1}}}`:                                  "",
+		`{"tags":{"k":{"Quantity":1}}}`:                                       "tags.k.Quantity",
+		`{"n":-1.5e3,"b":true,"list":[],"event_id":"2"}`:                      "",
+		`{"raw":{"Anything":[{"X":1}]}}`:                                      "",
+		`{"event_id":"1","extra":{"a":[1,2,{"b":"}"}]}}`:                      "extra",
+	} {
+		err := decodeBytesOrReader(strings.NewReader(body), &reserveRequestForTest{})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v, want it accepted", body, err)
+		case want != "" && !strings.Contains(boxoffice.ErrorMessage(err), `"`+want+`"`):
+			t.Errorf("%s: %v, want unknown field %q", body, err, want)
+		}
+	}
+}
+
 type reserveRequestForTest struct {
 	EventID string `json:"event_id"`
 	Best    *struct {
@@ -53,4 +85,13 @@ type reserveRequestForTest struct {
 	List []struct {
 		Quantity int `json:"quantity"`
 	} `json:"list"`
+	Grid [][]*struct {
+		Quantity int `json:"quantity"`
+	} `json:"grid"`
+	Tags map[string]struct {
+		Quantity int `json:"quantity"`
+	} `json:"tags"`
+	N   float64         `json:"n"`
+	B   bool            `json:"b"`
+	Raw json.RawMessage `json:"raw"`
 }
