@@ -135,11 +135,9 @@ func (w *nameWalker) value(t reflect.Type) error {
 					return boxoffice.Errorf(boxoffice.EINVALID, "unknown field %q (names are case-sensitive)", w.where(key))
 				}
 			}
-			w.path = append(w.path, pathStep{key: key})
-			if err := w.value(ft); err != nil {
+			if err := w.under(pathStep{key: key}, ft); err != nil {
 				return err
 			}
-			w.path = w.path[:len(w.path)-1]
 		}
 	case '[':
 		var elem reflect.Type
@@ -156,11 +154,9 @@ func (w *nameWalker) value(t reflect.Type) error {
 			case w.raw[w.i] == ',':
 				w.i++
 			}
-			w.path = append(w.path, pathStep{index: n})
-			if err := w.value(elem); err != nil {
+			if err := w.under(pathStep{index: n}, elem); err != nil {
 				return err
 			}
-			w.path = w.path[:len(w.path)-1]
 		}
 	case '"':
 		w.str()
@@ -170,6 +166,14 @@ func (w *nameWalker) value(t reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// under walks the value at w.i as the step below the current path.
+func (w *nameWalker) under(step pathStep, t reflect.Type) error {
+	w.path = append(w.path, step)
+	err := w.value(t)
+	w.path = w.path[:len(w.path)-1]
+	return err
 }
 
 // str reads the string at w.i and returns its text: the raw bytes, or,
