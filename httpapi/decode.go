@@ -115,16 +115,7 @@ func (w *nameWalker) value(t reflect.Type) error {
 			}
 		}
 		w.i++
-		for {
-			w.space()
-			switch {
-			case w.i >= len(w.raw) || w.raw[w.i] == '}':
-				w.i++
-				return nil
-			case w.raw[w.i] == ',':
-				w.i++
-				w.space()
-			}
+		for w.more('}') {
 			key := w.str()
 			w.space()
 			w.i++ // the colon
@@ -145,15 +136,7 @@ func (w *nameWalker) value(t reflect.Type) error {
 			elem = t.Elem()
 		}
 		w.i++
-		for n := 0; ; n++ {
-			w.space()
-			switch {
-			case w.i >= len(w.raw) || w.raw[w.i] == ']':
-				w.i++
-				return nil
-			case w.raw[w.i] == ',':
-				w.i++
-			}
+		for n := 0; w.more(']'); n++ {
 			if err := w.under(pathStep{index: n}, elem); err != nil {
 				return err
 			}
@@ -166,6 +149,21 @@ func (w *nameWalker) value(t reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// more steps over the comma before the next member of an object or array
+// and says whether there is one; at the end it steps over end.
+func (w *nameWalker) more(end byte) bool {
+	w.space()
+	if w.i >= len(w.raw) || w.raw[w.i] == end {
+		w.i++
+		return false
+	}
+	if w.raw[w.i] == ',' {
+		w.i++
+		w.space()
+	}
+	return true
 }
 
 // under walks the value at w.i as the step below the current path.
