@@ -191,11 +191,12 @@ func sumMap(m map[string]int) int {
 	return n
 }
 
-// WriteWaits writes, as CSV, the queue's counters as sampled (kind
-// "queue": seconds from the event's creation, admitted, served, waiting)
-// and each queued request's first estimate (kind "wait": seconds, the
-// requests ahead, the predicted and the real wait in seconds): what the
-// estimator saw and what came of it, to study it without a drill per try.
+// WriteWaits writes, as CSV, the opening (kind "open": seconds from the
+// event's creation), the queue's counters as sampled ("queue": seconds,
+// admitted, served, waiting) and each queued request's first estimate
+// ("wait": seconds, the requests ahead, the predicted and the real wait in
+// seconds): what the estimator saw and what came of it, to study it
+// without a drill per try.
 func WriteWaits(w io.Writer, res *Result) error {
 	cw := csv.NewWriter(w)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
