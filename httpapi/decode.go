@@ -50,7 +50,7 @@ func decodeBytesOrReader(rd io.Reader, v any) error {
 	}
 	// encoding/json matches field names case-insensitively; the API's
 	// names are exact (the OpenAPI says additionalProperties: false).
-	return exactNames(body, reflect.TypeOf(v), "")
+	return exactNames(body, reflect.TypeOf(v))
 }
 
 // exactNames checks that every key of every JSON object in raw is the
@@ -58,8 +58,8 @@ func decodeBytesOrReader(rd io.Reader, v any) error {
 // has been decoded already, so it is one valid JSON value: the check is one
 // pass over its bytes, without decoding it a second time (that was half of
 // a reserve's decoding cost).
-func exactNames(raw []byte, t reflect.Type, at string) error {
-	w := nameWalker{raw: raw, at: at}
+func exactNames(raw []byte, t reflect.Type) error {
+	w := nameWalker{raw: raw}
 	return w.value(t)
 }
 
@@ -69,7 +69,6 @@ func exactNames(raw []byte, t reflect.Type, at string) error {
 type nameWalker struct {
 	raw  []byte
 	i    int
-	at   string
 	path []pathStep
 }
 
@@ -199,7 +198,6 @@ func (w *nameWalker) str() []byte {
 // where is the path to key, as "best.quantity" or "list[1].quantity".
 func (w *nameWalker) where(key []byte) string {
 	var b strings.Builder
-	b.WriteString(strings.TrimSuffix(w.at, "."))
 	for _, s := range w.path {
 		if s.key == nil {
 			fmt.Fprintf(&b, "[%d]", s.index)
