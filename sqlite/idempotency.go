@@ -60,13 +60,10 @@ func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error
 	return int(n), err
 }
 
-// idempotenciesSQL reads the records of a JSON array of [user, key] pairs
-// and each one's index in it: the pairs drive the join, one primary-key
-// probe each (TestBatchReadsProbeTheirRows).
-const idempotenciesSQL = `
-	SELECT i.user_id, i.key, i.request_hash, i.outcome, i.body, i.created_at, i.expires_at, j.key
-	FROM json_each(?) j
-	JOIN idempotency_keys i ON i.user_id = j.value ->> 0 AND i.key = j.value ->> 1`
+// idempotenciesSQL reads the records of a JSON array of [user, key]
+// pairs, one primary-key probe each (TestBatchReadsProbeTheirRows).
+const idempotenciesSQL = `SELECT ` + idempotencyColumns + ` FROM idempotency_keys
+	WHERE (user_id, key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`
 
 // Idempotencies reads the records of many (user, key) pairs in one
 // statement: out[i] is (userIDs[i], keys[i])'s, nil when there is none.
@@ -92,17 +89,16 @@ func (s *Store) Idempotencies(ctx context.Context, userIDs, keys []string) ([]*b
 	if err != nil {
 		return nil, translate(err, "database")
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var at int
-		r, err := scanIdempotency(rows, &at)
-		if err != nil {
-			return nil, translate(err, "database")
-		}
-		out[at] = r
-	}
-	if err := rows.Err(); err != nil {
+	found, err := collect(rows, scanIdempotency)
+	if err != nil {
 		return nil, translate(err, "database")
+	}
+	byPair := make(map[[2]string]*boxoffice.IdempotencyRecord, len(found))
+	for _, r := range found {
+		byPair[[2]string{r.UserID, r.Key}] = r
+	}
+	for i, p := range pairs {
+		out[i] = byPair[p]
 	}
 	return out, nil
 }

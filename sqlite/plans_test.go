@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// The drain's batch reads probe the rows they are given by primary key,
-// never scan a table: EXPLAIN QUERY PLAN says SEARCH, driven by the JSON
-// array. Checked on an empty file and after ANALYZE of a filled one, where
-// the planner has statistics to be tempted by.
+// The drain's batch statements probe the rows they are given by primary
+// key, never scan a table: EXPLAIN QUERY PLAN says SEARCH, driven by the
+// JSON array. Checked on an empty file, and again after ANALYZE with
+// idempotency_keys filled, where the planner has statistics to be tempted
+// by.
 func TestBatchReadsProbeTheirRows(t *testing.T) {
 	s := openStore(t)
 	check := func(when string) {

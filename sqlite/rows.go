@@ -203,14 +203,12 @@ func scanSeatReturn(sc scanner) (boxoffice.SeatReturn, error) {
 // idempotencyColumns are the columns scanIdempotency reads, in its order.
 const idempotencyColumns = `user_id, key, request_hash, outcome, body, created_at, expires_at`
 
-// scanIdempotency reads a row of idempotencyColumns, then extra columns
-// into extra.
-func scanIdempotency(sc scanner, extra ...any) (*boxoffice.IdempotencyRecord, error) {
+func scanIdempotency(sc scanner) (*boxoffice.IdempotencyRecord, error) {
 	var (
 		r                    boxoffice.IdempotencyRecord
 		createdAt, expiresAt int64
 	)
-	if err := sc.Scan(append([]any{&r.UserID, &r.Key, &r.RequestHash, &r.Outcome, &r.Body, &createdAt, &expiresAt}, extra...)...); err != nil {
+	if err := sc.Scan(&r.UserID, &r.Key, &r.RequestHash, &r.Outcome, &r.Body, &createdAt, &expiresAt); err != nil {
 		return nil, err
 	}
 	r.CreatedAt, r.ExpiresAt = fromMillis(createdAt), fromMillis(expiresAt)
