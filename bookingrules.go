@@ -83,6 +83,7 @@ type ConfirmPlan struct {
 // Check applies the rules of ConfirmBooking that need no database to b,
 // the booking the store has read (and locked) for c, in the port's order:
 //
+//  0. a booking of an event other than c.EventID (when set) is ENOTFOUND;
 //  1. a booking already confirmed is answered as it is, whatever c says
 //     (a retry, or a second payment the caller must void): AlreadyConfirmed,
 //     nil error;
@@ -103,6 +104,9 @@ type ConfirmPlan struct {
 // A store that keeps times at a coarser precision than c.Now rounds c.Now
 // before the call, so that the plan's times are the ones it writes.
 func (c ConfirmBooking) Check(b *Booking) (ConfirmPlan, error) {
+	if c.EventID != 0 && c.EventID != b.EventID {
+		return ConfirmPlan{}, Errorf(ENOTFOUND, "event %s has no booking %s", c.EventID, b.ID)
+	}
 	switch b.Status {
 	case BookingConfirmed:
 		return ConfirmPlan{AlreadyConfirmed: true}, nil

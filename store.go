@@ -71,6 +71,11 @@ type NewBooking struct {
 // ConfirmBooking is what Confirm writes once the payment is authorized.
 type ConfirmBooking struct {
 	BookingID ID
+	// EventID is the booking's event when the caller knows it, zero when
+	// not. A store may find the booking through it (PostgreSQL then
+	// probes one event's partition rather than every month's); a booking
+	// of another event is ENOTFOUND.
+	EventID ID
 	// Fence must equal the booking's fence: it proves the caller confirms
 	// the hold it was granted.
 	Fence int64

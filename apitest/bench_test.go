@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,13 +181,7 @@ func BenchmarkReserve(b *testing.B) {
 		stack func(b *testing.B) *Stack
 	}{
 		{"Embedded", benchStack},
-		{"Production", func(b *testing.B) *Stack {
-			admin, pgURL, client := benchServers(b)
-			prefix := redisPrefix(b, client, "apitest-bench:")
-			store := openSchemaStore(b, admin, withQuery(b, pgURL, "pool_max_conns", "32"), "reservebench_")
-			return NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
-				HoldTTL: 10 * time.Minute})
-		}},
+		{"Production", productionBenchStack},
 		// Production over two shards (postgres.Sharded, two schemas of the
 		// same server, 16 connections each): what routing by event and id
 		// and the idempotency look-up on every shard cost a reserve.
@@ -222,6 +219,16 @@ func BenchmarkReserve(b *testing.B) {
 			b.Run(shape.name+"/"+load, func(b *testing.B) { runReserveBench(b, shape.stack(b), load) })
 		}
 	}
+}
+
+// productionBenchStack is the production shape of the HTTP benchmarks:
+// PostgreSQL with a pool of 32, Redis holds and leases.
+func productionBenchStack(b *testing.B) *Stack {
+	admin, pgURL, client := benchServers(b)
+	prefix := redisPrefix(b, client, "apitest-bench:")
+	store := openSchemaStore(b, admin, withQuery(b, pgURL, "pool_max_conns", "32"), "reservebench_")
+	return NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
+		HoldTTL: 10 * time.Minute})
 }
 
 func runReserveBench(b *testing.B, s *Stack, load string) {
@@ -269,4 +276,73 @@ func withQuery(tb testing.TB, u, key, value string) string {
 	q.Set(key, value)
 	p.RawQuery = q.Encode()
 	return p.String()
+}
+
+// BenchmarkConfirm is the payment confirm over HTTP, embedded and in the
+// production shape: each op pays for a pending booking of its own (one
+// seat, a fresh user), reserved before the timer starts. Besides the rate
+// it reports the round trip's median and 99th percentile, which a confirm
+// feels through every sequential call to the stores. Run beside the bare
+// handler, 64 in flight:
+//
+//	BOXOFFICE_BENCH_PARALLELISM=32 go test ./apitest -run '^$' -bench 'BareHandler|Confirm/' -benchtime 20000x
+func BenchmarkConfirm(b *testing.B) {
+	b.Run("Embedded", func(b *testing.B) { runConfirmBench(b, benchStack(b)) })
+	b.Run("Production", func(b *testing.B) { runConfirmBench(b, productionBenchStack(b)) })
+}
+
+func runConfirmBench(b *testing.B, s *Stack) {
+	ev := s.newEvent(b, eventBody(s, section{"S", "t", 1000, 70, 1000}))
+	if b.N > 70_000 {
+		b.Fatalf("at most 70,000 confirms (one per seat), not %d", b.N)
+	}
+	tokens, bookings := make([]string, b.N), make([]string, b.N)
+	hc := benchClient()
+	var seq atomic.Int64
+	reserve := func() {
+		for i := seq.Add(1) - 1; i < int64(b.N); i = seq.Add(1) - 1 {
+			tokens[i] = s.Token(b, fmt.Sprintf("confirm-bench-%d", i), "")
+			seat := boxoffice.SeatID("S", boxoffice.RowLabel(int(i/1000)+1), int(i%1000)+1)
+			resp := postReserve(b, hc, s, tokens[i], ev, seat)
+			var res struct {
+				BookingID string `json:"booking_id"`
+			}
+			err := json.NewDecoder(resp.Body).Decode(&res)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated || err != nil {
+				b.Errorf("reserve: status %d, %v", resp.StatusCode, err)
+				return
+			}
+			bookings[i] = res.BookingID
+		}
+	}
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(reserve)
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+
+	took := make([]time.Duration, b.N)
+	seq.Store(0)
+	b.SetParallelism(benchParallelism())
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := seq.Add(1) - 1
+			body := fmt.Sprintf(`{"payment_token":"tok_visa","idempotency_key":"c%d"}`, i)
+			req, _ := http.NewRequest("POST", s.URL+"/bookings/"+bookings[i]+"/confirm", bytes.NewBufferString(body))
+			req.Header.Set("Authorization", "Bearer "+tokens[i])
+			start := time.Now()
+			benchDo(b, hc, req, http.StatusOK)
+			took[i] = time.Since(start)
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
 }

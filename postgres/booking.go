@@ -288,7 +288,7 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 	now := c.Now
 	var out *boxoffice.Booking
 	err := s.transact(ctx, func(tx pgx.Tx) error {
-		b, err := lockBooking(ctx, tx, c.BookingID)
+		b, lost, fenced, err := lockForConfirm(ctx, tx, c)
 		if err != nil {
 			return err
 		}
@@ -314,14 +314,11 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 		// other booking is read by a correlated subquery, so the plan is
 		// always "seat index, then primary key": a join lets the planner
 		// start from the pending bookings, which in a flash sale are all
-		// of them.
-		rows, err := tx.Query(ctx, fencingSQL, int64(b.EventID), b.SeatIDs, int64(b.ID), now, b.Fence)
-		if err != nil {
-			return err
-		}
-		lost, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
+		// of them. It ran with the lock when c named the event.
+		if !fenced {
+			if lost, err = collectStrings(tx.Query(ctx, fencingSQL, int64(b.EventID), b.SeatIDs, int64(b.ID), now, b.Fence)); err != nil {
+				return err
+			}
 		}
 		if len(lost) > 0 {
 			return &boxoffice.Error{Code: boxoffice.EHOLDLOST, Message: "a newer hold claims seats of this booking", Seats: lost}
@@ -400,11 +397,7 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 				return err
 			}
 		}
-		rows, err = br.Query()
-		if err != nil {
-			return err
-		}
-		written, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		written, err := collectStrings(br.Query())
 		if pgCode(err) == codeUniqueViolation {
 			return &boxoffice.Error{Code: boxoffice.ECONFLICT, Message: "a ticket id or code is already in use", Err: err}
 		}
@@ -587,10 +580,19 @@ func (s *Store) ExpireBookings(ctx context.Context, cutoff time.Time, limit int)
 
 // bookingColumns reads a booking row aliased b, with its seats in request
 // order.
-const bookingColumns = `b.id, b.event_id, b.user_id, b.status, b.fence, b.amount_cents,
-	b.held_until, b.created_at, b.updated_at, b.confirmation_code, b.payment_auth_id,
-	coalesce(b.listing_id, 0), coalesce(b.waitlist_entry_id, 0),
+const (
+	bookingColumns = bookingFields + `,
 	ARRAY(SELECT s.seat_id FROM booking_seats s WHERE s.event_id = b.event_id AND s.booking_id = b.id ORDER BY s.position)`
+	// bookingColumnsOfEvent1 is bookingColumns for bookings of the event
+	// in $1: a parameter, not b.event_id, lets a generic plan keep one
+	// partition of booking_seats when the executor starts, where
+	// b.event_id leaves every month's in the plan, each set up per call.
+	bookingColumnsOfEvent1 = bookingFields + `,
+	ARRAY(SELECT s.seat_id FROM booking_seats s WHERE s.event_id = $1 AND s.booking_id = b.id ORDER BY s.position)`
+	bookingFields = `b.id, b.event_id, b.user_id, b.status, b.fence, b.amount_cents,
+	b.held_until, b.created_at, b.updated_at, b.confirmation_code, b.payment_auth_id,
+	coalesce(b.listing_id, 0), coalesce(b.waitlist_entry_id, 0)`
+)
 
 func scanBooking(row pgx.Row) (*boxoffice.Booking, error) {
 	var (
@@ -630,15 +632,50 @@ const lockBookingSQL = `SELECT ` + bookingColumns + ` FROM bookings b WHERE b.id
 
 // fencingSQL is confirm's fencing check ($1 event, $2 seats, $3 the
 // booking, $4 now, $5 its fence): the seats of b that a live pending
-// booking with a larger fence claims. Pinned by
+// booking with a larger fence claims. Both tables are narrowed by $1, so
+// that a generic plan keeps one partition of each. Pinned by
 // TestHotPathsReadOnlyTheirRows.
 const fencingSQL = `
 	SELECT DISTINCT s.seat_id
 	FROM booking_seats s
 	WHERE s.event_id = $1 AND s.seat_id = ANY($2) AND s.booking_id <> $3
 	  AND (SELECT o.status = 'pending' AND o.held_until > $4 AND o.fence > $5
-	       FROM bookings o WHERE o.event_id = s.event_id AND o.id = s.booking_id)
+	       FROM bookings o WHERE o.event_id = $1 AND o.id = s.booking_id)
 	ORDER BY s.seat_id`
+
+// lockBookingOfEventSQL is lockBookingSQL for a booking whose event is
+// known ($1 the event, $2 the booking): one probe of one partition.
+const lockBookingOfEventSQL = `SELECT ` + bookingColumnsOfEvent1 + ` FROM bookings b WHERE b.event_id = $1 AND b.id = $2 FOR UPDATE`
+
+// lockForConfirm locks the booking of c. When c names its event, the
+// fencing check goes in the same round trip, asked about the seats of c's
+// tickets, its fence and c.Now: fenced says so, and lost is then its
+// answer. That answer is the booking's own only if Check then finds c's
+// seats and fence to be the booking's, which it must for the confirm to
+// go on. The check still runs after the lock is granted: the statements of
+// a batch run in turn, each on a snapshot of its own (READ COMMITTED).
+func lockForConfirm(ctx context.Context, tx pgx.Tx, c boxoffice.ConfirmBooking) (b *boxoffice.Booking, lost []string, fenced bool, err error) {
+	if c.EventID == 0 {
+		b, err = lockBooking(ctx, tx, c.BookingID)
+		return b, nil, false, err
+	}
+	seats := make([]string, len(c.Tickets))
+	for i, t := range c.Tickets {
+		seats[i] = t.SeatID
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(lockBookingOfEventSQL, int64(c.EventID), int64(c.BookingID))
+	batch.Queue(fencingSQL, int64(c.EventID), seats, int64(c.BookingID), c.Now, c.Fence)
+	br := tx.SendBatch(ctx, batch)
+	defer br.Close()
+	if b, err = scanBooking(br.QueryRow()); err != nil {
+		return nil, nil, false, bookingErr(err, c.BookingID)
+	}
+	if lost, err = collectStrings(br.Query()); err != nil {
+		return nil, nil, false, err
+	}
+	return b, lost, true, br.Close()
+}
 
 // lockBooking reads a booking and locks its row (FOR UPDATE) for the rest
 // of tx: a concurrent confirm, release or cancel of it waits, then sees the

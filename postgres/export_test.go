@@ -28,8 +28,10 @@ var (
 	KnownBookingsSQL    = knownBookingsSQL
 	SeatFactsSQL        = seatFactsSQL
 	// The confirm's reads.
-	LockBookingSQL = lockBookingSQL
-	FencingSQL     = fencingSQL
+	LockBookingSQL        = lockBookingSQL
+	LockBookingOfEventSQL = lockBookingOfEventSQL
+	FencingSQL            = fencingSQL
+	MarkCapturedSQL       = markCapturedSQL
 )
 
 // EnsurePartition creates the partitions of the month of event id.

@@ -70,8 +70,13 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 		// check over its two seats' other claims (one other hold each
 		// below) with a primary-key probe of each claimant.
 		{"confirm: lock the booking", postgres.LockBookingSQL, []any{int64(mine.ID)}, 4},
+		// The same with the event named: one partition's primary key.
+		{"confirm: lock the booking of its event", postgres.LockBookingOfEventSQL, []any{int64(ev.ID), int64(mine.ID)}, 4},
 		{"confirm: fencing check", postgres.FencingSQL,
 			[]any{int64(ev.ID), mine.SeatIDs, int64(mine.ID), t0, int64(1)}, 12},
+		// A confirm's capture: a probe of each month's booking index,
+		// the sold booking's payment found.
+		{"capture: mark captured", postgres.MarkCapturedSQL, []any{int64(sold.ID), t0}, 4},
 	}
 	// Two sessions, one per plan cache mode; each prepares the statements
 	// on the young table and keeps them, as a pooled connection does, so
@@ -142,6 +147,14 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 		FROM booking_seats s JOIN bookings b ON b.id = s.booking_id
 		WHERE s.event_id = $2 AND b.user_id <> 'me'
 		ON CONFLICT DO NOTHING`, t0, int64(ev.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// And a payment authorized for each of them.
+	_, err = s.Pool().Exec(ctx, `
+		INSERT INTO payments (event_id, booking_id, auth_id, amount_cents, status, created_at)
+		SELECT event_id, id, 'auth-' || id, amount_cents, 'authorized', $1
+		FROM bookings WHERE user_id <> 'me'`, t0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,8 @@ type Store struct {
 	// reads concurrent Idempotency look-ups in one statement.
 	bookings    *combine.Combiner[boxoffice.NewBooking, error]
 	idempotency *combine.Combiner[idemKey, *boxoffice.IdempotencyRecord]
+	// captures marks concurrent confirms' captures in one statement.
+	captures *combine.Combiner[boxoffice.ID, error]
 	// parts are the month partitions this process knows exist.
 	parts partitions
 	// Now is the clock for the few writes whose time the port does not pass
@@ -117,6 +119,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	// per second of 2; docs/benchmarks.md).
 	s.bookings = combine.New(s.CreateBookings, bookingWriters, 256)
 	s.idempotency = combine.New(s.idempotencies, bookingWriters, 256)
+	s.captures = combine.New(s.markCaptured, bookingWriters, 256)
 	return s, nil
 }
 

@@ -81,6 +81,17 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 	if len(req.PaymentToken) > 255 {
 		return nil, boxoffice.Errorf(boxoffice.EINVALID, "payment_token is too long")
 	}
+	// One confirm of a booking at a time, whatever key it carries. The
+	// lease comes first, so the booking is read once, under it: a confirm
+	// that waited for another (a double click with two keys) reads the
+	// other's outcome and answers with it instead of paying again. It is
+	// the user's lease of the booking: someone else's confirm of it, which
+	// fails as not found, cannot hold its owner up.
+	release, err := s.leases.TryLease(ctx, "confirm\x00"+req.BookingID.String()+"\x00"+u.ID, s.cfg.PaymentTimeout+10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	b, err := ownBooking(ctx, s.store, u, req.BookingID)
 	if err != nil {
 		return nil, err
@@ -93,22 +104,6 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 		}
 		out.Replayed = true
 		return &out, nil
-	}
-	if b.Status == boxoffice.BookingConfirmed {
-		return s.confirmed(ctx, u, req, hash, b)
-	}
-	if err := confirmable(b, s.now()); err != nil {
-		return nil, err
-	}
-
-	// One confirm per booking at a time, whatever key it carries.
-	release, err := s.leases.TryLease(ctx, "confirm\x00"+b.ID.String(), s.cfg.PaymentTimeout+10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	if b, err = s.store.Booking(ctx, req.BookingID); err != nil {
-		return nil, err
 	}
 	if b.Status == boxoffice.BookingConfirmed {
 		return s.confirmed(ctx, u, req, hash, b)
@@ -170,7 +165,7 @@ func (s *Bookings) issue(ctx context.Context, u boxoffice.User, req ConfirmReque
 		return nil, err
 	}
 	return s.store.ConfirmBooking(ctx, boxoffice.ConfirmBooking{
-		BookingID: b.ID, Fence: b.Fence, Now: now, Code: code, Tickets: tickets,
+		BookingID: b.ID, EventID: b.EventID, Fence: b.Fence, Now: now, Code: code, Tickets: tickets,
 		Payment:     boxoffice.Payment{BookingID: b.ID, AuthID: auth.ID, AmountCents: auth.AmountCents, Status: boxoffice.PaymentAuthorized, CreatedAt: now},
 		Idempotency: rec,
 	})

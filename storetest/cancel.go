@@ -275,6 +275,36 @@ func (s suite) refunds(t *testing.T) {
 		}
 	})
 
+	s.test(t, "MarkCapturedAtOnceAnswersEachCall", func(t *testing.T, f *fixture) {
+		// Concurrent captures (a store may write them together): each
+		// call gets its own answer, an unknown booking ENOTFOUND.
+		e := f.createEvent()
+		ids := []boxoffice.ID{424242}
+		for _, seat := range []string{"A-A-1", "A-A-2", "A-A-3", "A-A-4"} {
+			ids = append(ids, f.sell(e, "alice", seat).ID)
+		}
+		pending := f.book(e, "alice", "A-A-5").ID // no payment yet
+		ids = append(ids, pending)
+		errs := make([]error, len(ids))
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Go(func() { errs[i] = f.store.MarkCaptured(f.ctx, id) })
+		}
+		wg.Wait()
+		for i, id := range ids {
+			if id == 424242 || id == pending {
+				wantCode(t, "MarkCaptured", errs[i], boxoffice.ENOTFOUND)
+				continue
+			}
+			if errs[i] != nil {
+				t.Errorf("MarkCaptured(%s): %v", id, errs[i])
+			}
+			if p := f.payment(id); p.Status != boxoffice.PaymentCaptured {
+				t.Errorf("payment of %s is %s after MarkCaptured, want captured", id, p.Status)
+			}
+		}
+	})
+
 	s.test(t, "PaymentOfABookingWithoutOneIsNotFound", func(t *testing.T, f *fixture) {
 		pending := f.book(f.createEvent(), "alice", "A-A-1")
 		for _, id := range []boxoffice.ID{pending.ID, 424242} {

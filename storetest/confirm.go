@@ -86,11 +86,12 @@ func (s suite) confirm(t *testing.T) {
 		// try. Whatever the reason, a failed confirm leaves the booking
 		// pending and as it was, issues no ticket, records no payment and
 		// writes no idempotency record.
-		tests := []struct {
+		type failure struct {
 			name    string
 			arrange func(f *fixture, e *boxoffice.Event) boxoffice.ConfirmBooking
 			want    string
-		}{
+		}
+		tests := []failure{
 			{"AfterReleaseIsConflict", func(f *fixture, e *boxoffice.Event) boxoffice.ConfirmBooking {
 				b := f.book(e, "alice", "A-A-1", "A-A-2")
 				f.release(b, boxoffice.BookingReleased)
@@ -175,20 +176,40 @@ func (s suite) confirm(t *testing.T) {
 				return c
 			}, boxoffice.EINVALID},
 		}
-		for _, tc := range tests {
-			s.test(t, tc.name, func(t *testing.T, f *fixture) {
-				e := f.createEvent()
-				c := tc.arrange(f, e)
-				if c.Idempotency == nil {
-					c.Idempotency = f.idem("alice", "confirm")
+		tests = append(tests, failure{"OfAnotherEventIsNotFound", func(f *fixture, e *boxoffice.Event) boxoffice.ConfirmBooking {
+			b := f.book(e, "alice", "A-A-1", "A-A-2")
+			c := f.confirmation(b, t0.Add(2*time.Minute), "ok")
+			c.EventID = f.createEvent().ID
+			return c
+		}, boxoffice.ENOTFOUND})
+		// Each case twice: with the booking's event named, as the service
+		// confirms, and by the booking's id alone.
+		for _, byID := range []bool{false, true} {
+			for _, tc := range tests {
+				name := tc.name
+				if byID {
+					if tc.want == boxoffice.ENOTFOUND {
+						continue
+					}
+					name = "ByIDAlone" + name
 				}
-				before := f.snapshot(e.ID, c)
-				_, err := f.store.ConfirmBooking(f.ctx, c)
-				wantCode(t, "ConfirmBooking", err, tc.want)
-				if diff := cmp.Diff(before, f.snapshot(e.ID, c), opts, sortedStrings); diff != "" {
-					t.Errorf("a failed confirm wrote something (-before +after):\n%s", diff)
-				}
-			})
+				s.test(t, name, func(t *testing.T, f *fixture) {
+					e := f.createEvent()
+					c := tc.arrange(f, e)
+					if byID {
+						c.EventID = 0
+					}
+					if c.Idempotency == nil {
+						c.Idempotency = f.idem("alice", "confirm")
+					}
+					before := f.snapshot(e.ID, c)
+					_, err := f.store.ConfirmBooking(f.ctx, c)
+					wantCode(t, "ConfirmBooking", err, tc.want)
+					if diff := cmp.Diff(before, f.snapshot(e.ID, c), opts, sortedStrings); diff != "" {
+						t.Errorf("a failed confirm wrote something (-before +after):\n%s", diff)
+					}
+				})
+			}
 		}
 	})
 

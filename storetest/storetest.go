@@ -254,6 +254,7 @@ func (f *fixture) book(e *boxoffice.Event, user string, seats ...string) *boxoff
 func (f *fixture) confirmation(b *boxoffice.Booking, now time.Time, tag string) boxoffice.ConfirmBooking {
 	c := boxoffice.ConfirmBooking{
 		BookingID: b.ID,
+		EventID:   b.EventID,
 		Fence:     b.Fence,
 		Now:       now,
 		Code:      fmt.Sprintf("CONF-%d-%s", b.ID, tag),
