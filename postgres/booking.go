@@ -282,9 +282,24 @@ func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Bookin
 // inserting the buyer's, and writes the rest of the sale after the
 // booking (queueResale). A waitlist offer's entry becomes fulfilled,
 // even if its user left the waitlist meanwhile.
+//
+// A confirm that names its event is group-committed with the concurrent
+// ones (confirms_batch.go); one by its id alone runs by itself.
 func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error) {
 	// The plan's times (the tickets', the payment's) are the ones written.
 	c.Now = ts(c.Now)
+	if c.EventID == 0 {
+		return s.confirmOne(ctx, c)
+	}
+	r, err := s.confirms.Call(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return r.b, r.err
+}
+
+// confirmOne is ConfirmBooking in a transaction of its own.
+func (s *Store) confirmOne(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error) {
 	now := c.Now
 	var out *boxoffice.Booking
 	err := s.transact(ctx, func(tx pgx.Tx) error {

@@ -32,6 +32,9 @@ var (
 	LockBookingOfEventSQL = lockBookingOfEventSQL
 	FencingSQL            = fencingSQL
 	MarkCapturedSQL       = markCapturedSQL
+	// The confirms' group commit.
+	LockBookingsSQL = lockBookingsSQL
+	FencingManySQL  = fencingManySQL
 )
 
 // EnsurePartition creates the partitions of the month of event id.
@@ -47,4 +50,21 @@ func (s *Store) Transact(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // the group commit: the reference CreateBookings is compared with.
 func (s *Store) CreateBookingAlone(ctx context.Context, nb boxoffice.NewBooking) error {
 	return s.createBooking(ctx, nb)
+}
+
+// ConfirmBookings runs cs as one batch of the confirms' group commit:
+// the answers, in order, of each call.
+func (s *Store) ConfirmBookings(ctx context.Context, cs []boxoffice.ConfirmBooking) ([]*boxoffice.Booking, []error, error) {
+	for i := range cs {
+		cs[i].Now = ts(cs[i].Now)
+	}
+	out, err := s.confirmBookings(ctx, cs)
+	if err != nil {
+		return nil, nil, err
+	}
+	bs, errs := make([]*boxoffice.Booking, len(out)), make([]error, len(out))
+	for i, r := range out {
+		bs[i], errs[i] = r.b, r.err
+	}
+	return bs, errs, nil
 }

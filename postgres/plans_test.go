@@ -74,6 +74,13 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 		{"confirm: lock the booking of its event", postgres.LockBookingOfEventSQL, []any{int64(ev.ID), int64(mine.ID)}, 4},
 		{"confirm: fencing check", postgres.FencingSQL,
 			[]any{int64(ev.ID), mine.SeatIDs, int64(mine.ID), t0, int64(1)}, 12},
+		// The same for a batch of confirms: the booking and another id
+		// (one probe each), the two seats' other claims.
+		{"confirms: lock the bookings", postgres.LockBookingsSQL,
+			[]any{[]int64{int64(ev.ID), int64(ev.ID)}, []int64{int64(mine.ID), 42}}, 6},
+		{"confirms: fencing checks", postgres.FencingManySQL,
+			[]any{[]int64{int64(ev.ID), int64(ev.ID)}, mine.SeatIDs, []int64{int64(mine.ID), int64(mine.ID)},
+				[]time.Time{t0, t0}, []int64{1, 1}, []int64{0, 0}}, 12},
 		// A confirm's capture: a probe of each month's booking index,
 		// the sold booking's payment found.
 		{"capture: mark captured", postgres.MarkCapturedSQL, []any{int64(sold.ID), t0}, 4},

@@ -45,7 +45,9 @@ type Store struct {
 	// reads concurrent Idempotency look-ups in one statement.
 	bookings    *combine.Combiner[boxoffice.NewBooking, error]
 	idempotency *combine.Combiner[idemKey, *boxoffice.IdempotencyRecord]
-	// captures marks concurrent confirms' captures in one statement.
+	// confirms group-commits concurrent ConfirmBooking calls; captures
+	// marks their captures in one round trip.
+	confirms *combine.Combiner[boxoffice.ConfirmBooking, confirmed]
 	captures *combine.Combiner[boxoffice.ID, error]
 	// parts are the month partitions this process knows exist.
 	parts partitions
@@ -119,6 +121,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	// per second of 2; docs/benchmarks.md).
 	s.bookings = combine.New(s.CreateBookings, bookingWriters, 256)
 	s.idempotency = combine.New(s.idempotencies, bookingWriters, 256)
+	s.confirms = combine.New(s.confirmBookings, bookingWriters, maxConfirmBatch)
 	s.captures = combine.New(s.markCaptured, bookingWriters, 256)
 	return s, nil
 }
