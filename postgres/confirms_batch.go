@@ -15,8 +15,8 @@ import (
 
 // The group commit of confirms. Concurrent ConfirmBooking calls that name
 // their events are decided together: one transaction locks their bookings,
-// runs their fencing checks and looks up their seats' tickets, three
-// statements in one round trip; the winners' tickets and payments are two
+// runs their fencing checks and looks up their seats' tickets and their
+// idempotency keys, four statements in one round trip; the winners' tickets and payments are two
 // multi-row inserts, their bookings, events and idempotency records follow
 // in the same round trip, and one commit makes them durable. A confirm cost
 // a transaction and a commit of its own, PostgreSQL's CPU, not the disk,
@@ -140,6 +140,8 @@ func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking,
 		fSeats                             []string
 		fNows                              []time.Time
 	)
+	var keyUsers, keys []string
+	var keyOf []int // key ordinal - 1 -> call
 	for j, i := range order {
 		c := cs[i]
 		if j > 0 && c.BookingID == cs[order[j-1]].BookingID && c.EventID == cs[order[j-1]].EventID {
@@ -147,6 +149,9 @@ func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking,
 			continue
 		}
 		lockEvents, lockIDs, lockOf = append(lockEvents, int64(c.EventID)), append(lockIDs, int64(c.BookingID)), append(lockOf, i)
+		if r := c.Idempotency; r != nil {
+			keyUsers, keys, keyOf = append(keyUsers, r.UserID), append(keys, r.Key), append(keyOf, i)
+		}
 		for _, t := range c.Tickets {
 			fEvents, fSeats, fBookings = append(fEvents, int64(c.EventID)), append(fSeats, t.SeatID), append(fBookings, int64(c.BookingID))
 			fNows, fFences, fOrds = append(fNows, c.Now), append(fFences, c.Fence), append(fOrds, int64(i))
@@ -157,6 +162,7 @@ func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking,
 	reads.Queue(lockBookingsSQL, lockEvents, lockIDs)
 	reads.Queue(fencingManySQL, fEvents, fSeats, fBookings, fNows, fFences, fOrds)
 	reads.Queue(seatFactsSQL, fEvents, fSeats)
+	reads.Queue(knownKeysSQL, keyUsers, keys)
 	br := tx.SendBatch(ctx, reads)
 	defer br.Close()
 
@@ -189,6 +195,11 @@ func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking,
 	if _, err = forEach(rows, err, []any{&ord, &isSold, &exists}, func() { sold[ord-1] = isSold }); err != nil {
 		return nil, err
 	}
+	keyTaken := make([]bool, len(cs))
+	rows, err = br.Query()
+	if _, err = forEach(rows, err, []any{&ord}, func() { keyTaken[keyOf[ord-1]] = true }); err != nil {
+		return nil, err
+	}
 	if err := br.Close(); err != nil {
 		return nil, err
 	}
@@ -201,7 +212,7 @@ func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking,
 
 	// The decisions, in ConfirmBooking's order of checks.
 	var w confirmWrites
-	keys := map[[2]string]bool{}
+	usedKeys := map[[2]string]bool{}
 	for i, c := range cs {
 		if alone[i] {
 			continue
@@ -237,11 +248,11 @@ func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking,
 		}
 		if r := c.Idempotency; r != nil {
 			k := [2]string{r.UserID, r.Key}
-			if keys[k] {
+			if keyTaken[i] || usedKeys[k] {
 				decided[i].err = errIdemInFlight
 				continue
 			}
-			keys[k] = true
+			usedKeys[k] = true
 		}
 		if err := w.add(c, b, plan); err != nil {
 			return nil, err

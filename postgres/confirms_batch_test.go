@@ -43,6 +43,7 @@ func TestConfirmBookingsAnswerEachAsAlone(t *testing.T) {
 	judy1 := createBooking(t, s, e, "judy", 1, seat(9))
 	judy2 := createBooking(t, s, e, "judy", 1, seat(10))
 	twice := createBooking(t, s, e, "kim", 1, seat(11))
+	keyUsed := createBooking(t, s, e, "lena", 1, seat(13))
 
 	key := func(c boxoffice.ConfirmBooking, user, k string) boxoffice.ConfirmBooking {
 		c.Idempotency = &boxoffice.IdempotencyRecord{UserID: user, Key: k, RequestHash: "h", Outcome: boxoffice.OutcomeConfirmed,
@@ -63,9 +64,13 @@ func TestConfirmBookingsAnswerEachAsAlone(t *testing.T) {
 		named(twice),
 		named(twice),
 		func() boxoffice.ConfirmBooking { c := named(okBob); c.EventID = other.ID; return c }(),
+		key(named(keyUsed), "lena", "used"),
+	}
+	if err := s.PutIdempotency(ctx, cs[len(cs)-1].Idempotency); err != nil {
+		t.Fatal(err)
 	}
 	want := []string{"", "", boxoffice.ECONFLICT, boxoffice.EHOLDLOST, boxoffice.EHOLDLOST, boxoffice.ESEATTAKEN,
-		boxoffice.ENOTFOUND, "", "", boxoffice.EIDEMINFLIGHT, "", "", boxoffice.ENOTFOUND}
+		boxoffice.ENOTFOUND, "", "", boxoffice.EIDEMINFLIGHT, "", "", boxoffice.ENOTFOUND, boxoffice.EIDEMINFLIGHT}
 	got, errs, err := s.ConfirmBookings(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +121,7 @@ func TestConfirmBookingsAnswerEachAsAlone(t *testing.T) {
 	if tickets != 7 || payments != 6 || keys != 2 {
 		t.Errorf("%d tickets, %d payments, %d idempotency records written; want 7, 6, 2", tickets, payments, keys)
 	}
-	for _, b := range []*boxoffice.Booking{released, forged, superseded, sold} {
+	for _, b := range []*boxoffice.Booking{released, forged, superseded, sold, judy2, keyUsed} {
 		if got, err := s.Booking(ctx, b.ID); err != nil || got.Status == boxoffice.BookingConfirmed {
 			t.Errorf("booking %s: %v, %v; want it left as it was", b.ID, got, err)
 		}
