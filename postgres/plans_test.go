@@ -30,6 +30,11 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 	for i := range 3 {
 		others = append(others, int64(createEventShowing(t, s, showMonth(i), 20, 100, 8).ID))
 	}
+	// An event whose month has no ticket yet when the statements are
+	// prepared, as at a sale's opening: the plans made then must still
+	// probe its seats once the month fills (a seat probe chose
+	// tickets_user, scanned whole, before migration 0012).
+	fresh := createEventShowing(t, s, showMonth(5), 20, 100, 8)
 	// The user's own rows: one pending booking of two seats, one sold seat.
 	mine := createBooking(t, s, ev, "me", 1, seat(1), seat(2))
 	sold := createBooking(t, s, ev, "me", 2, seat(3))
@@ -65,6 +70,8 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 		{"batch: known bookings", postgres.KnownBookingsSQL, []any{[]int64{1000000001, 42}, []int64{int64(ev.ID), int64(ev.ID)}}, 4},
 		{"batch: seat facts", postgres.SeatFactsSQL,
 			[]any{[]int64{int64(ev.ID), int64(ev.ID), int64(ev.ID), int64(ev.ID)}, []string{seat(3), seat(4), seat(50), seat(99)}}, 16},
+		{"batch: seat facts of a fresh event", postgres.SeatFactsSQL,
+			[]any{[]int64{int64(fresh.ID), int64(fresh.ID)}, []string{seat(3), seat(4)}}, 8},
 		// The confirm's reads: the booking by its id alone (one probe of
 		// each month's id index, then its two seats), and the fencing
 		// check over its two seats' other claims (one other hold each
@@ -154,6 +161,24 @@ func TestHotPathsReadOnlyTheirRows(t *testing.T) {
 		FROM booking_seats s JOIN bookings b ON b.id = s.booking_id
 		WHERE s.event_id = $2 AND b.user_id <> 'me'
 		ON CONFLICT DO NOTHING`, t0, int64(ev.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fresh event's sale: 1,500 tickets sold, one booking each.
+	_, err = s.Pool().Exec(ctx, `
+		WITH b AS (
+		    INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
+		    SELECT 3000000000 + g, $1, 'fan-' || g, 'confirmed', 1, 5000, $2::timestamptz + interval '1 hour', $2, $2
+		    FROM generate_series(1, 1500) g
+		    RETURNING id, event_id),
+		s AS (
+		    INSERT INTO booking_seats (booking_id, position, event_id, seat_id)
+		    SELECT id, 0, event_id, 'A-' || chr(65 + ((id - 3000000000) / 100)::int % 20) || '-' || (1 + (id - 3000000000) % 100)
+		    FROM b
+		    RETURNING booking_id, event_id, seat_id)
+		INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
+		SELECT 4000000000 + s.booking_id, s.event_id, s.booking_id, s.seat_id, 'fan-' || (s.booking_id - 3000000000), 'code-' || s.booking_id, 'valid', $2
+		FROM s`, int64(fresh.ID), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
