@@ -184,7 +184,8 @@ type productionStore interface {
 func productionStack(t *testing.T, store productionStore, ids boxoffice.IDGenerator, client rueidis.Client, kc *kafka.Client, slots int) *Stack {
 	prefix := redisPrefix(t, client, "apitest:")
 	topic := "sale.requests." + randomHex(4)
-	if err := kc.EnsureTopics(ctx, map[string]int32{topic: 4}); err != nil {
+	const partitions = 4
+	if err := kc.EnsureTopics(ctx, map[string]int32{topic: partitions}); err != nil {
 		t.Fatal(err)
 	}
 	log := kafka.NewRequestLog(kc, kafka.RequestLogConfig{Topic: topic, Group: "workers-" + topic, HeartbeatInterval: 200 * time.Millisecond})
@@ -197,6 +198,7 @@ func productionStack(t *testing.T, store productionStore, ids boxoffice.IDGenera
 		// PostgreSQL commits each booking: a smaller storm keeps the run short.
 		QueueStorm: 3_000,
 		QueueSlots: slots, SlotOf: func(user string) int { return redis.UserSlot(user, slots) },
+		LogPartitions: partitions,
 	})
 }
 

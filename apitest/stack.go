@@ -89,6 +89,10 @@ type Parts struct {
 	// queuetest.Harness); zero: one sequence.
 	QueueSlots int
 	SlotOf     func(user string) int
+	// LogPartitions is how many partitions the request log has (0: one).
+	// A log of several is delivered in order per partition alone, and
+	// the partitions' first records may reach a worker at different times.
+	LogPartitions int
 }
 
 // Stack is a running service and what tests need to drive and audit it.
@@ -114,7 +118,9 @@ type Stack struct {
 	Log          boxoffice.RequestLog
 	QueueStorm   int
 	queueSlots   int
-	slotOf       func(user string) int
+	// logPartitions: Parts.LogPartitions.
+	logPartitions int
+	slotOf        func(user string) int
 }
 
 // positions predicts the positions a fresh event's queue gives.
@@ -190,7 +196,7 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	st := &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: n.Seats, Auth: a,
 		AdvanceClock: p.Advance, HoldTTL: p.HoldTTL, OfferWindow: p.OfferWindow, PendingGrace: p.PendingGrace,
 		SeatmapTTL: p.SeatmapTTL, Now: now, Queue: p.Queue, Log: p.Log, QueueStorm: p.QueueStorm,
-		queueSlots: p.QueueSlots, slotOf: p.SlotOf}
+		queueSlots: p.QueueSlots, slotOf: p.SlotOf, logPartitions: p.LogPartitions}
 	st.Advance = func(d time.Duration) {
 		p.Advance(d)
 		if _, err := svc.ProcessReturns(ctx); err != nil {
