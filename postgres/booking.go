@@ -336,7 +336,7 @@ func (s *Store) confirmOne(ctx context.Context, c boxoffice.ConfirmBooking) (*bo
 			}
 		}
 		if len(lost) > 0 {
-			return &boxoffice.Error{Code: boxoffice.EHOLDLOST, Message: "a newer hold claims seats of this booking", Seats: lost}
+			return holdLost(lost)
 		}
 		var listing *boxoffice.Listing
 		if b.ListingID != 0 {
@@ -375,11 +375,7 @@ func (s *Store) confirmOne(ctx context.Context, c boxoffice.ConfirmBooking) (*bo
 			INSERT INTO payments (event_id, booking_id, auth_id, amount_cents, status, created_at)
 			VALUES ($5, $1, $2, $3, 'authorized', $4)`,
 			int64(payment.BookingID), payment.AuthID, payment.AmountCents, ts(payment.CreatedAt), int64(b.EventID))
-		batch.Queue(`
-			UPDATE bookings
-			SET status = 'confirmed', confirmation_code = $2, payment_auth_id = $3, updated_at = $4
-			WHERE event_id = $5 AND id = $1`,
-			int64(b.ID), c.Code, payment.AuthID, now, int64(b.EventID))
+		batch.Queue(confirmBookingSQL, int64(b.ID), c.Code, payment.AuthID, now, int64(b.EventID))
 		// b becomes the booking as written; it is returned only if all of
 		// this commits.
 		b.Status = boxoffice.BookingConfirmed
@@ -420,13 +416,7 @@ func (s *Store) confirmOne(ctx context.Context, c boxoffice.ConfirmBooking) (*bo
 			return err
 		}
 		if len(written) < len(tickets) {
-			var taken []string
-			for _, seat := range b.SeatIDs {
-				if !slices.Contains(written, seat) {
-					taken = append(taken, seat)
-				}
-			}
-			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "a seat of this booking is already sold", Seats: taken}
+			return seatsTaken(b, func(seat string) bool { return !slices.Contains(written, seat) })
 		}
 		if _, err := br.Exec(); err != nil { // the payment
 			return err
@@ -461,10 +451,7 @@ func (s *Store) confirmOne(ctx context.Context, c boxoffice.ConfirmBooking) (*bo
 
 		// Written in seat id order (the lock order), returned in the
 		// booking's seat order, as Booking reads them.
-		slices.SortFunc(tickets, func(x, y boxoffice.Ticket) int {
-			return slices.Index(b.SeatIDs, x.SeatID) - slices.Index(b.SeatIDs, y.SeatID)
-		})
-		b.Tickets = tickets
+		b.Tickets = inSeatOrder(tickets, b.SeatIDs)
 		out = b
 		return nil
 	})
@@ -657,6 +644,40 @@ const fencingSQL = `
 	  AND (SELECT o.status = 'pending' AND o.held_until > $4 AND o.fence > $5
 	       FROM bookings o WHERE o.event_id = $1 AND o.id = s.booking_id)
 	ORDER BY s.seat_id`
+
+// confirmBookingSQL records a booking's confirm ($1 the booking, $2 its
+// confirmation code, $3 the authorization, $4 now, $5 its event).
+const confirmBookingSQL = `
+	UPDATE bookings
+	SET status = 'confirmed', confirmation_code = $2, payment_auth_id = $3, updated_at = $4
+	WHERE event_id = $5 AND id = $1`
+
+// holdLost is a confirm's refusal when newer holds claim seats of its
+// booking (the fencing check's answer).
+func holdLost(seats []string) error {
+	return &boxoffice.Error{Code: boxoffice.EHOLDLOST, Message: "a newer hold claims seats of this booking", Seats: seats}
+}
+
+// seatsTaken is a confirm's refusal when seats of b are sold: those
+// taken says, in the booking's order.
+func seatsTaken(b *boxoffice.Booking, taken func(seat string) bool) error {
+	var seats []string
+	for _, seat := range b.SeatIDs {
+		if taken(seat) {
+			seats = append(seats, seat)
+		}
+	}
+	return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "a seat of this booking is already sold", Seats: seats}
+}
+
+// inSeatOrder sorts tickets (in place) into the order of seats, a
+// booking's, as Booking reads them; it returns them.
+func inSeatOrder(tickets []boxoffice.Ticket, seats []string) []boxoffice.Ticket {
+	slices.SortFunc(tickets, func(x, y boxoffice.Ticket) int {
+		return slices.Index(seats, x.SeatID) - slices.Index(seats, y.SeatID)
+	})
+	return tickets
+}
 
 // lockBookingOfEventSQL is lockBookingSQL for a booking whose event is
 // known ($1 the event, $2 the booking): one probe of one partition.

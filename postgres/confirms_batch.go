@@ -16,9 +16,10 @@ import (
 // The group commit of confirms. Concurrent ConfirmBooking calls that name
 // their events are decided together: one transaction locks their bookings,
 // runs their fencing checks and looks up their seats' tickets and their
-// idempotency keys, four statements in one round trip; the winners' tickets and payments are two
-// multi-row inserts, their bookings, events and idempotency records follow
-// in the same round trip, and one commit makes them durable. A confirm cost
+// idempotency keys, four statements in one round trip; the winners'
+// tickets and payments are two multi-row inserts, their bookings, events
+// and idempotency records follow in the same round trip, and one commit
+// makes them durable. A confirm cost
 // a transaction and a commit of its own, PostgreSQL's CPU, not the disk,
 // bounding confirms per second (docs/benchmarks.md).
 //
@@ -73,10 +74,6 @@ const (
 		INSERT INTO payments (event_id, booking_id, auth_id, amount_cents, status, created_at)
 		SELECT x.e, x.b, x.a, x.amount, 'authorized', x.at
 		FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::timestamptz[]) AS x(e, b, a, amount, at)`
-	confirmBookingSQL = `
-		UPDATE bookings
-		SET status = 'confirmed', confirmation_code = $2, payment_auth_id = $3, updated_at = $4
-		WHERE event_id = $5 AND id = $1`
 )
 
 // confirmBookings is ConfirmBooking for the combiner; every c has its
@@ -233,17 +230,11 @@ func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking,
 		}
 		if len(lost[i]) > 0 {
 			slices.Sort(lost[i])
-			decided[i].err = &boxoffice.Error{Code: boxoffice.EHOLDLOST, Message: "a newer hold claims seats of this booking", Seats: lost[i]}
+			decided[i].err = holdLost(lost[i])
 			continue
 		}
 		if len(soldOf[i]) > 0 {
-			var taken []string
-			for _, seat := range b.SeatIDs {
-				if slices.Contains(soldOf[i], seat) {
-					taken = append(taken, seat)
-				}
-			}
-			decided[i].err = &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "a seat of this booking is already sold", Seats: taken}
+			decided[i].err = seatsTaken(b, func(seat string) bool { return slices.Contains(soldOf[i], seat) })
 			continue
 		}
 		if r := c.Idempotency; r != nil {
@@ -308,11 +299,7 @@ func (w *confirmWrites) add(c boxoffice.ConfirmBooking, b *boxoffice.Booking, pl
 	if c.Idempotency != nil {
 		queueIdempotency(&w.batch, c.Idempotency)
 	}
-	tickets := slices.Clone(plan.Tickets)
-	slices.SortFunc(tickets, func(x, y boxoffice.Ticket) int {
-		return slices.Index(b.SeatIDs, x.SeatID) - slices.Index(b.SeatIDs, y.SeatID)
-	})
-	b.Tickets = tickets
+	b.Tickets = inSeatOrder(slices.Clone(plan.Tickets), b.SeatIDs)
 	w.n++
 	return nil
 }
