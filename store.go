@@ -50,6 +50,12 @@ type EventStore interface {
 	// (created before draws were committed to) gets d.Seed, committed at
 	// DrawnAt.
 	RecordDraw(ctx context.Context, d *Draw) error
+	// DrawsDue lists the events an opener owes a draw by now: committed to
+	// a draw (a stored seed) not yet recorded, whose sale has opened at or
+	// before now and whose show has not started; the oldest openings
+	// first, at most limit. It reads only such draws, however many events
+	// there are (the opener asks several times a second).
+	DrawsDue(ctx context.Context, now time.Time, limit int) ([]ID, error)
 }
 
 // NewBooking is a pending booking to write after its hold was granted.

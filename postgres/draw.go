@@ -53,10 +53,10 @@ func (s *Store) Draw(ctx context.Context, eventID boxoffice.ID) (*boxoffice.Draw
 // first to commit wins). The event's row is the insert's source, so an
 // unknown event writes nothing; the statement answers whether it exists.
 const recordDrawSQL = `
-	WITH event AS (SELECT id FROM events WHERE id = $1),
+	WITH event AS (SELECT id, sale_opens_at FROM events WHERE id = $1),
 	draw AS (
-		INSERT INTO event_draws (event_id, seed, committed_at, drawn_at, first_position, request_ids)
-		SELECT id, $2::bytea, $3::timestamptz, $3::timestamptz, $4::bigint, $5::bytea FROM event
+		INSERT INTO event_draws (event_id, seed, committed_at, drawn_at, first_position, request_ids, sale_opens_at)
+		SELECT id, $2::bytea, $3::timestamptz, $3::timestamptz, $4::bigint, $5::bytea, sale_opens_at FROM event
 		ON CONFLICT (event_id) DO UPDATE
 		SET drawn_at = EXCLUDED.drawn_at, first_position = EXCLUDED.first_position, request_ids = EXCLUDED.request_ids
 		WHERE event_draws.drawn_at IS NULL)
@@ -120,7 +120,34 @@ func insertDrawSeed(ctx context.Context, tx pgx.Tx, e *boxoffice.Event) error {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `
-		INSERT INTO event_draws (event_id, seed, committed_at) VALUES ($1, $2, $3)`,
-		int64(e.ID), e.DrawSeed, ts(e.CreatedAt))
+		INSERT INTO event_draws (event_id, seed, committed_at, sale_opens_at) VALUES ($1, $2, $3, $4)`,
+		int64(e.ID), e.DrawSeed, ts(e.CreatedAt), ts(e.SaleOpensAt))
 	return err
+}
+
+// drawsDueSQL reads a range of the partial index event_draws_due (0013),
+// the undrawn draws alone, and each one's event by its key.
+const drawsDueSQL = `
+	SELECT d.event_id
+	FROM event_draws d JOIN events e ON e.id = d.event_id
+	WHERE d.drawn_at IS NULL AND d.sale_opens_at <= $1 AND e.starts_at > $1
+	ORDER BY d.sale_opens_at, d.event_id
+	LIMIT $2`
+
+// DrawsDue lists the undrawn draws whose sale has opened by now, of shows
+// not started, oldest opening first.
+func (s *Store) DrawsDue(ctx context.Context, now time.Time, limit int) ([]boxoffice.ID, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, drawsDueSQL, ts(now), limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (boxoffice.ID, error) {
+		var id int64
+		err := r.Scan(&id)
+		return boxoffice.ID(id), err
+	})
+	return ids, translate(err)
 }

@@ -566,6 +566,26 @@ func (s *Sharded) RecordDraw(ctx context.Context, d *boxoffice.Draw) error {
 	return st.RecordDraw(ctx, d)
 }
 
+// DrawsDue takes the draws due on every shard that answers (one down
+// must not keep the others' sales shut), in turns, oldest openings first
+// on each, at most limit in all.
+func (s *Sharded) DrawsDue(ctx context.Context, now time.Time, limit int) ([]boxoffice.ID, error) {
+	lists, err := sweep(ctx, s, func(ctx context.Context, st *Store) ([]boxoffice.ID, error) { return st.DrawsDue(ctx, now, limit) })
+	var out []boxoffice.ID
+	for i := 0; len(out) < limit; i++ {
+		took := false
+		for _, l := range lists {
+			if i < len(l) && len(out) < limit {
+				out, took = append(out, l[i]), true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	return out, err
+}
+
 // --- bookings ------------------------------------------------------------
 
 // CreateBooking writes the booking on its event's shard.

@@ -59,9 +59,9 @@ type BookingStore interface {
 type QueueStore interface {
 	CreateBookings(ctx context.Context, nbs []boxoffice.NewBooking) (errs []error, err error)
 	Idempotencies(ctx context.Context, userIDs, keys []string) ([]*boxoffice.IdempotencyRecord, error)
-	Events(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffice.Event, error)
 	Draw(ctx context.Context, eventID boxoffice.ID) (*boxoffice.Draw, error)
 	RecordDraw(ctx context.Context, d *boxoffice.Draw) error
+	DrawsDue(ctx context.Context, now time.Time, limit int) ([]boxoffice.ID, error)
 }
 
 // WaitlistStore is what Waitlist needs: the list, and the returns pass

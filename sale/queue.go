@@ -274,11 +274,12 @@ func (s *Queue) RunWorker(ctx context.Context) error {
 // the drawn requests in the log. Safe to call any number of times and from
 // several processes: the draw happens once, under a lease, and a release
 // cut short by a crash is finished by the next call.
+//
+// An event opens even when nobody waited: the queue state then admits
+// whoever comes next straight into the queue (a request a node still took
+// for the waiting room included), and the empty draw is recorded, so that
+// the event is no longer due (DrawsDue).
 func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
-	p, err := s.queue.Progress(ctx, eventID)
-	if err != nil || (p.Opened && p.Released) || (!p.Opened && p.Waiting == 0) {
-		return err
-	}
 	release, err := s.leases.TryLease(ctx, "queue-open:"+eventID.String(), time.Minute)
 	if isCode(err, boxoffice.EIDEMINFLIGHT) {
 		return nil // another process is at it
@@ -287,18 +288,29 @@ func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 		return err
 	}
 	defer release()
+	p, err := s.queue.Progress(ctx, eventID)
+	if err != nil {
+		return err
+	}
 	d, err := s.store.Draw(ctx, eventID)
-	if isCode(err, boxoffice.ENOTFOUND) {
+	seedless := isCode(err, boxoffice.ENOTFOUND)
+	if seedless {
 		// An event created before draws were committed to: a seed now,
 		// published with the draw (committed at the draw, not before).
 		d, err = &boxoffice.Draw{EventID: eventID, Seed: boxoffice.NewDrawSeed()}, nil
 	}
-	if err != nil {
+	if err != nil || (p.Opened && p.Released && d.Drawn()) {
 		return err
 	}
 	drawn, err := s.queue.Open(ctx, eventID, func(ids []boxoffice.ID) []boxoffice.ID { return boxoffice.DrawOrder(d.Seed, ids) })
 	if err != nil {
 		return err
+	}
+	if seedless && p.Released && len(drawn) > 0 {
+		// Drawn and released by a version that kept no seed: the order
+		// was not drawn from the one just made, and publishing the two
+		// together would be a false claim.
+		return nil
 	}
 	if !d.Drawn() {
 		// Published before the requests go on: whoever sees a position
@@ -317,6 +329,9 @@ func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 			return err
 		}
 	}
+	if p.Released {
+		return nil
+	}
 	for i := 0; i < len(drawn); i += 1000 {
 		if err := s.reqLog.Append(ctx, drawn[i:min(i+1000, len(drawn))]...); err != nil {
 			return err
@@ -330,21 +345,30 @@ func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 }
 
 // RunOpener opens the pre-queues of queued events as their sales open,
-// checking every interval, until ctx ends.
+// checking every interval, until ctx ends. It asks the store for the
+// draws due (an index of the undrawn ones), not for a page of events: with
+// thousands of events on sale, one opening next among them is still found.
 func (s *Queue) RunOpener(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, nil, func() {
-		events, err := s.store.Events(ctx, boxoffice.EventFilter{Limit: 200})
-		if err != nil {
-			return
+	every(ctx, interval, nil, func() { s.openDue(ctx) })
+}
+
+// openerBatch is how many due draws one pass of the opener takes; the
+// next pass takes the rest, as each opened one leaves the list.
+const openerBatch = 100
+
+// openDue opens the events whose draw is due; an event that fails is
+// logged and tried again on the next pass.
+func (s *Queue) openDue(ctx context.Context) {
+	due, err := s.store.DrawsDue(ctx, s.now(), openerBatch)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "list the draws due", "err", err)
 		}
-		now := s.now()
-		for _, ev := range events {
-			if ev.SaleMode != boxoffice.SaleQueued || now.Before(ev.SaleOpensAt) || !now.Before(ev.StartsAt) {
-				continue
-			}
-			if err := s.OpenQueue(ctx, ev.ID); err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "open pre-queue", "event", ev.ID, "err", err)
-			}
+		return
+	}
+	for _, id := range due {
+		if err := s.OpenQueue(ctx, id); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "open pre-queue", "event", id, "err", err)
 		}
-	})
+	}
 }

@@ -366,3 +366,55 @@ func TestEnqueueKeepsTheToldWait(t *testing.T) {
 		t.Errorf("a pre-queued request keeps wait %v, want none", *r.EstimatedWait)
 	}
 }
+
+// The opener finds a sale that opens among many events: it asks for the
+// draws due, not for a page of the newest events (a page of 200 once hid
+// every event but the 200 with the latest shows, and their waiting rooms
+// never opened). An event nobody waited for is opened too, with an empty
+// draw, so that it is no longer due.
+func TestOpenerOpensEverySaleThatOpens(t *testing.T) {
+	h := newHarness(t)
+	opens := h.clock.Now().Add(time.Minute)
+	queuedAt := func(opens time.Time, startsIn time.Duration) *boxoffice.Event {
+		return h.event(1, 4, func(e *boxoffice.Event) {
+			e.SaleMode, e.SaleOpensAt, e.StartsAt = boxoffice.SaleQueued, opens, h.clock.Now().Add(startsIn)
+		})
+	}
+	// The shows soonest: the smallest ids, last on a page of newest events.
+	waited := queuedAt(opens, 48*time.Hour)
+	nobody := queuedAt(opens, 49*time.Hour)
+	for range 210 {
+		queuedAt(opens.Add(time.Hour), 30*24*time.Hour)
+	}
+	dan := h.enqueue(buyer("dan"), ReserveRequest{EventID: waited.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	if dan.Status != boxoffice.QueueWaiting {
+		t.Fatalf("before the opening: %+v, want waiting", dan)
+	}
+	h.svc.openDue(h.ctx)
+	if st := h.status(buyer("dan"), dan.RequestID); st.Status != boxoffice.QueueWaiting {
+		t.Fatalf("opened before its time: %+v", st)
+	}
+
+	h.clock.Advance(time.Minute)
+	h.svc.openDue(h.ctx)
+	if st := h.status(buyer("dan"), dan.RequestID); st.Status != boxoffice.QueueQueued || st.QueuePosition != 1 {
+		t.Errorf("after the opening: %+v, want queued at position 1", st)
+	}
+	for ev, want := range map[*boxoffice.Event][]boxoffice.ID{waited: {dan.RequestID}, nobody: {}} {
+		d, err := h.store.Draw(h.ctx, ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Drawn() || !slices.Equal(d.Order, want) {
+			t.Errorf("draw of event %s: drawn %v, order %v; want drawn, %v", ev.ID, d.Drawn(), d.Order, want)
+		}
+	}
+	if due, err := h.store.DrawsDue(h.ctx, h.clock.Now(), 100); err != nil || len(due) != 0 {
+		t.Errorf("due after the opener's pass: %v, %v; want none", due, err)
+	}
+	// Whoever comes to the empty room next is queued at once.
+	eve := h.enqueue(buyer("eve"), ReserveRequest{EventID: nobody.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	if eve.Status != boxoffice.QueueQueued || eve.QueuePosition != 1 {
+		t.Errorf("first request after an empty opening: %+v, want queued at 1", eve)
+	}
+}

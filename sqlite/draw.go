@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 )
@@ -63,8 +64,8 @@ func (s *Store) RecordDraw(ctx context.Context, d *boxoffice.Draw) error {
 			// otherwise. The SELECT's WHERE also keeps SQLite's parser from
 			// reading ON CONFLICT as a join's.
 			res, err = tx.ExecContext(ctx, `
-				INSERT INTO event_draws (event_id, seed, committed_at, drawn_at, first_position, request_ids)
-				SELECT id, ?2, ?3, ?3, ?4, ?5 FROM events WHERE id = ?1
+				INSERT INTO event_draws (event_id, seed, committed_at, drawn_at, first_position, request_ids, sale_opens_at)
+				SELECT id, ?2, ?3, ?3, ?4, ?5, sale_opens_at FROM events WHERE id = ?1
 				ON CONFLICT (event_id) DO UPDATE
 				SET drawn_at = excluded.drawn_at, first_position = excluded.first_position, request_ids = excluded.request_ids
 				WHERE event_draws.drawn_at IS NULL`,
@@ -118,7 +119,30 @@ func insertDrawSeed(ctx context.Context, tx *txn, e *boxoffice.Event) error {
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO event_draws (event_id, seed, committed_at) VALUES (?, ?, ?)`,
-		e.ID, e.DrawSeed, millis(e.CreatedAt))
+		INSERT INTO event_draws (event_id, seed, committed_at, sale_opens_at) VALUES (?, ?, ?, ?)`,
+		e.ID, e.DrawSeed, millis(e.CreatedAt), millis(e.SaleOpensAt))
 	return err
+}
+
+// DrawsDue lists the undrawn draws whose sale has opened by now, of shows
+// not started, oldest opening first: a range of the partial index
+// event_draws_due (0011), each row's event read by its key.
+func (s *Store) DrawsDue(ctx context.Context, now time.Time, limit int) ([]boxoffice.ID, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.query(ctx, `
+		SELECT d.event_id
+		FROM event_draws d JOIN events e ON e.id = d.event_id
+		WHERE d.drawn_at IS NULL AND d.sale_opens_at <= ?1 AND e.starts_at > ?1
+		ORDER BY d.sale_opens_at, d.event_id
+		LIMIT ?2`, millis(now), limit)
+	if err != nil {
+		return nil, translate(err, "database")
+	}
+	ids, err := collect(rows, func(r scanner) (boxoffice.ID, error) {
+		var id boxoffice.ID
+		return id, r.Scan(&id)
+	})
+	return ids, translate(err, "database")
 }

@@ -187,6 +187,75 @@ func (s suite) draws(t *testing.T) {
 		_, err = f.store.Draw(f.ctx, unknown)
 		wantCode(t, "Draw(unknown, after RecordDraw)", err, boxoffice.ENOTFOUND)
 	})
+
+	s.test(t, "DrawsDueListsTheUndrawnOpenedSales", func(t *testing.T, f *fixture) {
+		queued := func(tag byte, opens, starts time.Duration) *boxoffice.Event {
+			e := f.newEvent()
+			e.SaleMode = boxoffice.SaleQueued
+			e.DrawSeed = drawSeed(tag)
+			e.SaleOpensAt, e.StartsAt = t0.Add(opens), t0.Add(starts)
+			if err := f.store.CreateEvent(f.ctx, e); err != nil {
+				t.Fatalf("CreateEvent: %v", err)
+			}
+			return e
+		}
+		const month = 30 * 24 * time.Hour
+		due := queued(20, -time.Hour, month)
+		dueFirst := queued(21, -2*time.Hour, month)
+		opensLater := queued(22, time.Hour, month)
+		drawn := queued(23, -time.Hour, month)
+		f.recordDraw(&boxoffice.Draw{EventID: drawn.ID, DrawnAt: t0.Add(-time.Minute)})
+		started := queued(24, -3*time.Hour, 0) // the show starts at t0
+		direct := f.createEvent()
+		seedless := f.newEvent() // no row: not opened through DrawsDue
+		seedless.SaleMode = boxoffice.SaleQueued
+		if err := f.store.CreateEvent(f.ctx, seedless); err != nil {
+			t.Fatalf("CreateEvent: %v", err)
+		}
+		mine := map[boxoffice.ID]bool{due.ID: true, dueFirst.ID: true, opensLater.ID: true, drawn.ID: true,
+			started.ID: true, direct.ID: true, seedless.ID: true}
+		// dueAt lists this test's events due at now (the store may hold
+		// others'), in the order given.
+		dueAt := func(now time.Time, limit int) []boxoffice.ID {
+			t.Helper()
+			ids, err := f.store.DrawsDue(f.ctx, now, limit)
+			if err != nil {
+				t.Fatalf("DrawsDue: %v", err)
+			}
+			if len(ids) > limit {
+				t.Errorf("DrawsDue(limit %d) gave %d", limit, len(ids))
+			}
+			var out []boxoffice.ID
+			for _, id := range ids {
+				if mine[id] {
+					out = append(out, id)
+				}
+			}
+			return out
+		}
+		if diff := cmp.Diff([]boxoffice.ID{dueFirst.ID, due.ID}, dueAt(t0, 100)); diff != "" {
+			t.Errorf("due at t0 (-want +got):\n%s", diff)
+		}
+		// An opening at exactly now is due.
+		if diff := cmp.Diff([]boxoffice.ID{dueFirst.ID, due.ID, opensLater.ID}, dueAt(t0.Add(time.Hour), 100)); diff != "" {
+			t.Errorf("due at t0+1h (-want +got):\n%s", diff)
+		}
+		// The show that starts at t0 was due while its sale ran.
+		if diff := cmp.Diff([]boxoffice.ID{started.ID, dueFirst.ID}, dueAt(t0.Add(-90*time.Minute), 100)); diff != "" {
+			t.Errorf("due at t0-90m (-want +got):\n%s", diff)
+		}
+		if got := dueAt(t0.Add(-3*time.Hour-time.Millisecond), 100); len(got) != 0 {
+			t.Errorf("due before any opening: %v", got)
+		}
+		if got, err := f.store.DrawsDue(f.ctx, t0, 0); err != nil || len(got) != 0 {
+			t.Errorf("DrawsDue(limit 0) = %v, %v; want none", got, err)
+		}
+		// Drawn, it is no longer due.
+		f.recordDraw(&boxoffice.Draw{EventID: dueFirst.ID, DrawnAt: t0, FirstPosition: 1, Order: []boxoffice.ID{7}})
+		if diff := cmp.Diff([]boxoffice.ID{due.ID}, dueAt(t0, 100)); diff != "" {
+			t.Errorf("due after a draw (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // drawSeed returns a seed of DrawSeedSize bytes made from tag, with a zero
