@@ -53,8 +53,10 @@ type EventStore interface {
 	// DrawsDue lists the events an opener owes a draw by now: committed to
 	// a draw (a stored seed) not yet recorded, whose sale has opened at or
 	// before now and whose show has not started; the oldest openings
-	// first, at most limit. It reads only such draws, however many events
-	// there are (the opener asks several times a second).
+	// first, at most limit (a store may cap it lower: the next call gets
+	// the rest, as the listed ones are drawn). It reads only such draws,
+	// however many events there are (the opener asks several times a
+	// second).
 	DrawsDue(ctx context.Context, now time.Time, limit int) ([]ID, error)
 }
 

@@ -23,4 +23,4 @@ WHERE e.sale_mode = 'queued' AND e.sale_opens_at > now()
 
 ALTER TABLE event_draws ALTER COLUMN sale_opens_at SET NOT NULL;
 
-CREATE INDEX event_draws_due ON event_draws (sale_opens_at) WHERE drawn_at IS NULL;
+CREATE INDEX event_draws_due ON event_draws (sale_opens_at, event_id) WHERE drawn_at IS NULL;

@@ -19,4 +19,4 @@ WHERE e.sale_mode = 'queued'
   AND e.sale_opens_at > CAST(unixepoch('subsec') * 1000 AS INTEGER)
   AND NOT EXISTS (SELECT 1 FROM event_draws d WHERE d.event_id = e.id);
 
-CREATE INDEX event_draws_due ON event_draws (sale_opens_at) WHERE drawn_at IS NULL;
+CREATE INDEX event_draws_due ON event_draws (sale_opens_at, event_id) WHERE drawn_at IS NULL;
