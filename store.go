@@ -53,7 +53,8 @@ type EventStore interface {
 	// DrawsDue lists the events an opener owes a draw by now: committed to
 	// a draw (a stored seed) not yet recorded, whose sale has opened at or
 	// before now and whose show has not started; the oldest openings
-	// first, at most limit (a store may cap it lower: the next call gets
+	// first (a sharded store: each shard's, in turns), at most limit (a
+	// store may cap it lower: the next call gets
 	// the rest, as the listed ones are drawn). It reads only such draws,
 	// however many events there are (the opener asks several times a
 	// second).
