@@ -92,6 +92,20 @@ type Holds interface {
 	Ping(ctx context.Context) error
 }
 
+// LeasedHolds is a Holds that can take an in-flight lease in the step
+// that holds the seats: a direct reserve's lease then costs no round trip
+// of its own (redis.Holds: one script on the first section's slot).
+type LeasedHolds interface {
+	Holds
+	// AcquireLeased is Acquire that first takes the lease on key for ttl:
+	// EIDEMINFLIGHT when someone holds it, nothing held then. When the
+	// seats are refused or the call fails, the lease is not kept. After a
+	// grant the lease lasts ttl, unless release (which may be called any
+	// number of times) ends it first. Its leases are its own: a key leased
+	// here and the same key taken by Leases.TryLease are two leases.
+	AcquireLeased(ctx context.Context, req HoldRequest, key string, ttl time.Duration) (h Hold, release func(), err error)
+}
+
 // Leases is a small port for short exclusive leases by key: the "a request
 // with this idempotency key is in flight" marker. A lease ends when its
 // holder calls the returned release func, or by itself after ttl (a crashed

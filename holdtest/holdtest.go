@@ -49,6 +49,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Held", heldSpecs},
 		{"Ping", pingSpecs},
 		{"Leases", leaseSpecs},
+		{"AcquireLeased", leasedSpecs},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

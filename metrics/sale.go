@@ -174,7 +174,11 @@ func (r *Registry) Instrument(p Ports) Ports {
 		p.Store = &store{Store: p.Store, m: m}
 	}
 	if p.Holds != nil {
-		p.Holds = &holds{Holds: p.Holds, m: m}
+		h := &holds{Holds: p.Holds, m: m}
+		p.Holds = h
+		if lh, ok := h.Holds.(boxoffice.LeasedHolds); ok {
+			p.Holds = &leasedHolds{holds: h, leased: lh}
+		}
 	}
 	if p.Payments != nil {
 		p.Payments = &payments{PaymentGateway: p.Payments, m: m}
@@ -210,6 +214,21 @@ func (h *holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 	hold, err := h.Holds.Acquire(ctx, req)
 	h.count(hold, err)
 	return hold, err
+}
+
+// leasedHolds is holds over a LeasedHolds, which it stays.
+type leasedHolds struct {
+	*holds
+	leased boxoffice.LeasedHolds
+}
+
+// AcquireLeased counts a hold's outcome; a lease in flight is no hold's.
+func (h *leasedHolds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, key string, ttl time.Duration) (boxoffice.Hold, func(), error) {
+	hold, release, err := h.leased.AcquireLeased(ctx, req, key, ttl)
+	if boxoffice.ErrorCode(err) != boxoffice.EIDEMINFLIGHT {
+		h.count(hold, err)
+	}
+	return hold, release, err
 }
 
 func (h *holds) AcquireMany(ctx context.Context, reqs []boxoffice.HoldRequest) ([]boxoffice.Hold, []error) {

@@ -6,6 +6,7 @@
 //	<prefix>seat:{<event>:<section>}:<seat>  "<owner>:<fence>", expiring with the hold (PX)
 //	<prefix>fence:{<event>:<section>}        the section's fence counter (no expiry)
 //	<prefix>lease:<key>                      a lease's random token, expiring with it (PX)
+//	<prefix>lease:{<event>:<section>}:<key>  the same, of a lease taken with a hold (AcquireLeased)
 //
 // The hash tag {<event>:<section>} puts all the seats of a section and its
 // fence counter in one hash slot. A hot event therefore spreads over the
@@ -111,10 +112,13 @@ package redis
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -248,6 +252,50 @@ func fenceValue(owner string, fence int64) string {
 // that is not positive; ESEATTAKEN listing the seats held by other owners;
 // EUNAVAILABLE when Redis fails or does not answer within Timeout.
 func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffice.Hold, error) {
+	return h.acquire(ctx, req, nil)
+}
+
+var _ boxoffice.LeasedHolds = (*Holds)(nil)
+
+// AcquireLeased is Acquire taking the lease on key for ttl in the first
+// section's script (see boxoffice.LeasedHolds): the lease is the key
+// <prefix>lease:{<event>:<section>}:<key> of that section's slot, holding
+// a random token, and release is the check-and-delete of Leases. A lease
+// taken by the first section's script of a hold over several sections is
+// given back with the seats when a later section refuses.
+func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, key string, ttl time.Duration) (boxoffice.Hold, func(), error) {
+	if key == "" || ttl <= 0 {
+		return boxoffice.Hold{}, nil, boxoffice.Errorf(boxoffice.EINVALID, "a lease needs a key and a positive ttl")
+	}
+	if err := validRequest(req); err != nil {
+		return boxoffice.Hold{}, nil, err
+	}
+	raw := make([]byte, 16)
+	_, _ = rand.Read(raw) // crypto/rand.Read never fails
+	g := h.groups(req.EventID, req.SeatIDs, true)[0]
+	l := &lease{key: h.prefix + "lease:{" + req.EventID.String() + ":" + g.section + "}:" + key, token: hex.EncodeToString(raw), ttl: millis(ttl)}
+	hold, err := h.acquire(ctx, req, l)
+	if err != nil {
+		return boxoffice.Hold{}, nil, err
+	}
+	var once sync.Once
+	return hold, func() { once.Do(func() { h.endLease(ctx, l) }) }, nil
+}
+
+// lease is an AcquireLeased's lease: its key, token and ttl in ms.
+type lease struct{ key, token, ttl string }
+
+// endLease deletes l if it still holds its token; if Redis cannot be
+// reached, the lease ends with its ttl.
+func (h *Holds) endLease(ctx context.Context, l *lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.timeout())
+	defer cancel()
+	leaseReleaseScript.exec(ctx, h.client, []string{l.key}, []string{l.token})
+}
+
+// acquire is Acquire, also taking l (when not nil) in the first section's
+// script.
+func (h *Holds) acquire(ctx context.Context, req boxoffice.HoldRequest, l *lease) (boxoffice.Hold, error) {
 	if err := validRequest(req); err != nil {
 		return boxoffice.Hold{}, err
 	}
@@ -264,15 +312,23 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 	grants := make([]grant, 0, len(groups))
 	var fence int64
 	for i, g := range groups {
-		res := acquireScript.exec(ctx, h.client,
-			append([]string{g.counter}, g.keys...),
-			[]string{owner, ttl, strconv.FormatInt(fence, 10), supersede})
-		reply, err := res.AsIntSlice()
+		keys := append([]string{g.counter}, g.keys...)
+		args := []string{owner, ttl, strconv.FormatInt(fence, 10), supersede}
+		if l != nil && i == 0 {
+			keys, args = append(keys, l.key), append(args, l.token, l.ttl)
+		}
+		reply, err := acquireScript.exec(ctx, h.client, keys, args).AsIntSlice()
 		if err == nil && len(reply) == 0 {
 			err = errBadReply
 		}
+		if err == nil && reply[0] == -1 && l != nil && i == 0 {
+			return boxoffice.Hold{}, boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with this key is in flight")
+		}
 		if err == nil && reply[0] == 0 {
 			h.giveBack(parent, undoGrants(owner, grants, 0))
+			if l != nil && i > 0 {
+				h.endLease(parent, l) // taken by the first section's script
+			}
 			taken := make(map[string]bool)
 			g.mark(reply[1:], taken)
 			h.takenIn(ctx, owner, supersede, groups[i+1:], taken)
@@ -288,6 +344,9 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 				back := undoGrants(owner, grants, 0)
 				h.giveBack(parent, append(back, undo{g: g, want: owner + ":", prefix: true}))
 			}
+			if l != nil {
+				h.endLease(parent, l) // the first script may have taken it
+			}
 			return boxoffice.Hold{}, boxoffice.Unavailable("the seat hold store", err)
 		}
 		grants = append(grants, gr)
@@ -296,6 +355,9 @@ func (h *Holds) Acquire(ctx context.Context, req boxoffice.HoldRequest) (boxoffi
 
 	if len(grants) > 1 {
 		if err := h.promote(ctx, parent, owner, grants, fence); err != nil {
+			if l != nil {
+				h.endLease(parent, l)
+			}
 			return boxoffice.Hold{}, err
 		}
 	}

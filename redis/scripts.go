@@ -24,16 +24,26 @@ import (
 // superseded one (who_i 1) its fence and absolute expiry in ms (for
 // undoLua); or {0, i...} with the 1-based indexes of the seats held by
 // someone else, having written nothing.
+//
+// With ARGV[5] (a lease token, Holds.AcquireLeased) the last key is the
+// lease's and ARGV[6] its ttl in ms: the script replies {-1} and writes
+// nothing while the lease exists, and takes it with the grant.
 const acquireLua = `
 local mine = ARGV[1] .. ':'
 local n = #mine
 local sup = ''
 if ARGV[4] and ARGV[4] ~= '' then sup = ARGV[4] .. ':' end
+local nk = #KEYS
+local lease = ARGV[5]
+if lease and lease ~= '' then
+  nk = nk - 1
+  if redis.call('EXISTS', KEYS[#KEYS]) == 1 then return {-1} end
+end
 local now = redis.call('TIME')
 local nowms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local taken = {0}
 local reply = {1, 0}
-for i = 2, #KEYS do
+for i = 2, nk do
   local v = redis.call('GET', KEYS[i])
   if v then
     local who, len = -1, 0
@@ -67,9 +77,10 @@ if floor > fence then fence = floor end
 local fs = string.format('%d', fence)
 redis.call('SET', KEYS[1], fs)
 local value = mine .. fs
-for i = 2, #KEYS do
+for i = 2, nk do
   redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
 end
+if nk < #KEYS then redis.call('SET', KEYS[#KEYS], lease, 'PX', ARGV[6]) end
 reply[2] = fence
 return reply
 `

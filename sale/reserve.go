@@ -106,12 +106,21 @@ func saleClosed(ev *boxoffice.Event, now time.Time) error {
 func (s *Bookings) reserve(ctx context.Context, u boxoffice.User, l *layout.Layout, req ReserveRequest, hash string, listing *boxoffice.Listing) (*ReserveResult, error) {
 	ev := l.Event
 	// The lease first: a running first request holds it, and this retry
-	// gets 409; a finished one has left its record.
-	release, err := s.lease(ctx, "reserve", u.ID, req.IdempotencyKey)
-	if err != nil {
-		return nil, err
+	// gets 409; a finished one has left its record. A lock layer that
+	// takes it with the seats (boxoffice.LeasedHolds) does so for named
+	// seats, in the hold's own round trip; that lease outlives a granted
+	// request, so a retry meeting it reads the record first.
+	leased, _ := s.holds.(boxoffice.LeasedHolds)
+	if listing != nil || req.Best != nil {
+		leased = nil
 	}
-	defer release()
+	if leased == nil {
+		release, err := s.lease(ctx, "reserve", u.ID, req.IdempotencyKey)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	// The record is looked up first only for a resale purchase, whose
 	// retry must get its answer although the listing it sold is no longer
 	// active. A seat reserve saves the database read: a retry of one that
@@ -148,11 +157,16 @@ func (s *Bookings) reserve(ctx context.Context, u boxoffice.User, l *layout.Layo
 	start := s.now()
 	ttl := s.cfg.HoldTTL + s.cfg.HandoverGrace
 	var hold boxoffice.Hold
-	if req.Best != nil {
+	endLease := func() {} // a lease taken with the seats, ended if no booking is written
+	hr := boxoffice.HoldRequest{EventID: ev.ID, SeatIDs: req.SeatIDs, Owner: id, TTL: ttl}
+	switch {
+	case req.Best != nil:
 		hold, err = s.holdBest(ctx, l, req.Best, id, ttl)
 		req.SeatIDs = hold.SeatIDs
-	} else {
-		hold, err = s.holds.Acquire(ctx, boxoffice.HoldRequest{EventID: ev.ID, SeatIDs: req.SeatIDs, Owner: id, TTL: ttl})
+	case leased != nil:
+		hold, endLease, err = leased.AcquireLeased(ctx, hr, leaseKey("reserve", u.ID, req.IdempotencyKey), s.leaseTTL())
+	default:
+		hold, err = s.holds.Acquire(ctx, hr)
 	}
 	if err != nil {
 		if won, ok := s.replayIfAnswered(ctx, u.ID, req.IdempotencyKey, hash); ok {
@@ -168,10 +182,12 @@ func (s *Bookings) reserve(ctx context.Context, u boxoffice.User, l *layout.Layo
 	rec, err := s.record(u.ID, req.IdempotencyKey, hash, boxoffice.OutcomeHeld, &res)
 	if err != nil {
 		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
+		endLease()
 		return nil, err
 	}
 	if err := s.store.CreateBooking(ctx, boxoffice.NewBooking{Booking: b, TicketLimit: ev.TicketLimit, Idempotency: rec}); err != nil {
 		s.releaseHold(ctx, ev.ID, req.SeatIDs, id)
+		endLease()
 		// An earlier request with this key was answered (a retry whose
 		// seats were free again, or another attempt that won once our
 		// lease ran out): its answer is ours.
