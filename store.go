@@ -50,9 +50,15 @@ type EventStore interface {
 	// (created before draws were committed to) gets d.Seed, committed at
 	// DrawnAt.
 	RecordDraw(ctx context.Context, d *Draw) error
-	// DrawsDue lists the events an opener owes a draw by now: committed to
-	// a draw (a stored seed) not yet recorded, whose sale has opened at or
-	// before now and whose show has not started; the oldest openings
+	// MarkDrawReleased records that the event's drawn requests are in the
+	// request log (after RecordDraw and QueueState.MarkReleased): the
+	// draw is no longer due. Marking an undrawn draw, or one marked before,
+	// changes nothing; an event without a draw is ENOTFOUND.
+	MarkDrawReleased(ctx context.Context, eventID ID) error
+	// DrawsDue lists the events an opener owes work by now: committed to
+	// a draw (a stored seed) not yet released (MarkDrawReleased), whose
+	// sale has opened at or before now and whose show has not started;
+	// the oldest openings
 	// first (a sharded store: each shard's, in turns), at most limit (a
 	// store may cap it lower: the next call gets
 	// the rest, as the listed ones are drawn). It reads only such draws,

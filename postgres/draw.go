@@ -126,24 +126,42 @@ func insertDrawSeed(ctx context.Context, tx pgx.Tx, e *boxoffice.Event) error {
 }
 
 // drawsDueSQL reads the first rows of the partial index event_draws_due
-// (0013), the undrawn draws alone, in its order, and each one's event by
-// its key. The limit is a constant: with LIMIT $2 the generic plan, not
-// knowing it, chose a parallel scan, 30 ms of worker start-up a pass.
+// (0013), the draws not released alone, in its order, and each one's
+// event by its key. The limit is a constant: with LIMIT $2 the generic
+// plan, not knowing it, chose a parallel scan, 30 ms of worker start-up a
+// pass.
 const drawsDueSQL = `
 	SELECT d.event_id
 	FROM event_draws d JOIN events e ON e.id = d.event_id
-	WHERE d.drawn_at IS NULL AND d.sale_opens_at <= $1 AND e.starts_at > $1
+	WHERE NOT d.released AND d.sale_opens_at <= $1 AND e.starts_at > $1
 	ORDER BY d.sale_opens_at, d.event_id
 	LIMIT 100`
 
 // maxDrawsDue is drawsDueSQL's limit.
 const maxDrawsDue = 100
 
-// DrawsDue lists the undrawn draws whose sale has opened by now, of shows
-// not started, oldest opening first; at most maxDrawsDue a call, and the
-// next call gets the rest as the listed ones are drawn. A draw left
-// undrawn past its show (no opener ran through its whole sale) stays in
-// the index, and is skipped.
+// MarkDrawReleased marks a drawn draw released: it leaves the due index.
+func (s *Store) MarkDrawReleased(ctx context.Context, eventID boxoffice.ID) error {
+	var found bool
+	err := s.pool.QueryRow(ctx, `
+		WITH done AS (
+		    UPDATE event_draws SET released = true
+		    WHERE event_id = $1 AND drawn_at IS NOT NULL AND NOT released)
+		SELECT EXISTS (SELECT 1 FROM event_draws WHERE event_id = $1)`, int64(eventID)).Scan(&found)
+	if err != nil {
+		return translate(err)
+	}
+	if !found {
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %s has no draw", eventID)
+	}
+	return nil
+}
+
+// DrawsDue lists the draws not released whose sale has opened by now, of
+// shows not started, oldest opening first; at most maxDrawsDue a call, and
+// the next call gets the rest as the listed ones are released. A draw
+// left unreleased past its show (no opener ran through its whole sale)
+// stays in the index, and is skipped.
 func (s *Store) DrawsDue(ctx context.Context, now time.Time, limit int) ([]boxoffice.ID, error) {
 	if limit <= 0 {
 		return nil, nil

@@ -566,6 +566,15 @@ func (s *Sharded) RecordDraw(ctx context.Context, d *boxoffice.Draw) error {
 	return st.RecordDraw(ctx, d)
 }
 
+// MarkDrawReleased marks the draw on the event's shard.
+func (s *Sharded) MarkDrawReleased(ctx context.Context, eventID boxoffice.ID) error {
+	st, err := s.byEvent(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	return st.MarkDrawReleased(ctx, eventID)
+}
+
 // DrawsDue takes the draws due on every shard that answers (one down
 // must not keep the others' sales shut), in turns, oldest openings first
 // on each, at most limit in all.

@@ -62,6 +62,7 @@ type QueueStore interface {
 	Draw(ctx context.Context, eventID boxoffice.ID) (*boxoffice.Draw, error)
 	RecordDraw(ctx context.Context, d *boxoffice.Draw) error
 	DrawsDue(ctx context.Context, now time.Time, limit int) ([]boxoffice.ID, error)
+	MarkDrawReleased(ctx context.Context, eventID boxoffice.ID) error
 }
 
 // WaitlistStore is what Waitlist needs: the list, and the returns pass

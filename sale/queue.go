@@ -277,8 +277,10 @@ func (s *Queue) RunWorker(ctx context.Context) error {
 //
 // An event opens even when nobody waited: the queue state then admits
 // whoever comes next straight into the queue (a request a node still took
-// for the waiting room included), and the empty draw is recorded, so that
-// the event is no longer due (DrawsDue).
+// for the waiting room included), and the empty draw is recorded. Once the
+// drawn requests are in the log the store's draw is marked released, and
+// the event is no longer due (DrawsDue); until then every pass of the
+// opener finishes what a crashed one left.
 func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 	release, err := s.leases.TryLease(ctx, "queue-open:"+eventID.String(), time.Minute)
 	if isCode(err, boxoffice.EIDEMINFLIGHT) {
@@ -299,8 +301,11 @@ func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 		// published with the draw (committed at the draw, not before).
 		d, err = &boxoffice.Draw{EventID: eventID, Seed: boxoffice.NewDrawSeed()}, nil
 	}
-	if err != nil || (p.Opened && p.Released && d.Drawn()) {
+	if err != nil {
 		return err
+	}
+	if p.Opened && p.Released && d.Drawn() {
+		return s.store.MarkDrawReleased(ctx, eventID)
 	}
 	drawn, err := s.queue.Open(ctx, eventID, func(ids []boxoffice.ID) []boxoffice.ID { return boxoffice.DrawOrder(d.Seed, ids) })
 	if err != nil {
@@ -329,24 +334,23 @@ func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 			return err
 		}
 	}
-	if p.Released {
-		return nil
-	}
-	for i := 0; i < len(drawn); i += 1000 {
-		if err := s.reqLog.Append(ctx, drawn[i:min(i+1000, len(drawn))]...); err != nil {
+	if !p.Released {
+		for i := 0; i < len(drawn); i += 1000 {
+			if err := s.reqLog.Append(ctx, drawn[i:min(i+1000, len(drawn))]...); err != nil {
+				return err
+			}
+		}
+		if err := s.queue.MarkReleased(ctx, eventID); err != nil {
 			return err
 		}
+		s.log.InfoContext(ctx, "pre-queue drawn", "event", eventID, "requests", len(drawn))
 	}
-	if err := s.queue.MarkReleased(ctx, eventID); err != nil {
-		return err
-	}
-	s.log.InfoContext(ctx, "pre-queue drawn", "event", eventID, "requests", len(drawn))
-	return nil
+	return s.store.MarkDrawReleased(ctx, eventID)
 }
 
 // RunOpener opens the pre-queues of queued events as their sales open,
 // checking every interval, until ctx ends. It asks the store for the
-// draws due (an index of the undrawn ones), not for a page of events: with
+// draws due (an index of those not released), not for a page of events: with
 // thousands of events on sale, one opening next among them is still found.
 func (s *Queue) RunOpener(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, nil, func() { s.openDue(ctx) })

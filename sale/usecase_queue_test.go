@@ -418,3 +418,42 @@ func TestOpenerOpensEverySaleThatOpens(t *testing.T) {
 		t.Errorf("first request after an empty opening: %+v, want queued at 1", eve)
 	}
 }
+
+// An opener that died after recording the draw, before the release, is
+// finished by the next pass: the draw stays due until the drawn requests
+// are in the log, and the draw recorded is kept.
+func TestOpenerFinishesACrashedOpening(t *testing.T) {
+	h := newHarness(t)
+	ev := h.event(1, 4, func(e *boxoffice.Event) {
+		e.SaleMode, e.SaleOpensAt = boxoffice.SaleQueued, h.clock.Now().Add(time.Minute)
+	})
+	dan := h.enqueue(buyer("dan"), ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	h.clock.Advance(time.Minute)
+	// What the crashed opener did: the draw, and its record.
+	d, err := h.store.Draw(h.ctx, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn, err := h.queue.Open(h.ctx, ev.ID, func(ids []boxoffice.ID) []boxoffice.ID { return boxoffice.DrawOrder(d.Seed, ids) })
+	if err != nil || len(drawn) != 1 {
+		t.Fatalf("open: %v, %v", drawn, err)
+	}
+	drawnAt := h.clock.Now()
+	if err := h.store.RecordDraw(h.ctx, &boxoffice.Draw{EventID: ev.ID, DrawnAt: drawnAt, FirstPosition: 1, Order: []boxoffice.ID{dan.RequestID}}); err != nil {
+		t.Fatal(err)
+	}
+	if due, _ := h.store.DrawsDue(h.ctx, h.clock.Now(), 10); !slices.Equal(due, []boxoffice.ID{ev.ID}) {
+		t.Fatalf("due after a crash between the draw and the release: %v, want the event", due)
+	}
+	h.clock.Advance(time.Second)
+	h.svc.openDue(h.ctx)
+	if due, err := h.store.DrawsDue(h.ctx, h.clock.Now(), 10); err != nil || len(due) != 0 {
+		t.Errorf("due after the next pass: %v, %v; want none", due, err)
+	}
+	if got, err := h.store.Draw(h.ctx, ev.ID); err != nil || !got.DrawnAt.Equal(drawnAt) || !slices.Equal(got.Order, []boxoffice.ID{dan.RequestID}) {
+		t.Errorf("draw after the next pass: %+v, %v; want the crashed opener's", got, err)
+	}
+	if st := h.status(buyer("dan"), dan.RequestID); st.Status != boxoffice.QueueQueued || st.QueuePosition != 1 {
+		t.Errorf("after the next pass: %+v, want queued at position 1", st)
+	}
+}

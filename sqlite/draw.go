@@ -124,8 +124,26 @@ func insertDrawSeed(ctx context.Context, tx *txn, e *boxoffice.Event) error {
 	return err
 }
 
-// DrawsDue lists the undrawn draws whose sale has opened by now, of shows
-// not started, oldest opening first: a range of the partial index
+// MarkDrawReleased marks a drawn draw released: it leaves the due index.
+func (s *Store) MarkDrawReleased(ctx context.Context, eventID boxoffice.ID) error {
+	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE event_draws SET released = 1
+			WHERE event_id = ? AND drawn_at IS NOT NULL AND released = 0`, eventID); err != nil {
+			return err
+		}
+		var found bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM event_draws WHERE event_id = ?)`, eventID).Scan(&found); err != nil {
+			return err
+		}
+		if !found {
+			return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %d has no draw", eventID)
+		}
+		return nil
+	})
+}
+
+// DrawsDue lists the draws not released whose sale has opened by now, of
+// shows not started, oldest opening first: a range of the partial index
 // event_draws_due (0011), each row's event read by its key.
 func (s *Store) DrawsDue(ctx context.Context, now time.Time, limit int) ([]boxoffice.ID, error) {
 	if limit <= 0 {
@@ -134,7 +152,7 @@ func (s *Store) DrawsDue(ctx context.Context, now time.Time, limit int) ([]boxof
 	rows, err := s.query(ctx, `
 		SELECT d.event_id
 		FROM event_draws d JOIN events e ON e.id = d.event_id
-		WHERE d.drawn_at IS NULL AND d.sale_opens_at <= ?1 AND e.starts_at > ?1
+		WHERE d.released = 0 AND d.sale_opens_at <= ?1 AND e.starts_at > ?1
 		ORDER BY d.sale_opens_at, d.event_id
 		LIMIT ?2`, millis(now), limit)
 	if err != nil {

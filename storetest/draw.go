@@ -22,7 +22,11 @@ import (
 //   - the first RecordDraw wins: a later one returns nil and changes
 //     nothing, seed, order, position or time;
 //   - RecordDraw on an event without a draw with no seed of DrawSeedSize
-//     bytes, or with a zero DrawnAt, is EINVALID and writes nothing.
+//     bytes, or with a zero DrawnAt, is EINVALID and writes nothing;
+//   - DrawsDue lists the draws not released of sales opened and shows
+//     not started, drawn or not; MarkDrawReleased takes a drawn one off
+//     (an undrawn one stays), any number of times; without a draw it is
+//     ENOTFOUND.
 
 func (s suite) draws(t *testing.T) {
 	s.test(t, "CreateEventWithADrawSeedCommitsToIt", func(t *testing.T, f *fixture) {
@@ -189,7 +193,7 @@ func (s suite) draws(t *testing.T) {
 		wantCode(t, "Draw(unknown, after RecordDraw)", err, boxoffice.ENOTFOUND)
 	})
 
-	s.test(t, "DrawsDueListsTheUndrawnOpenedSales", func(t *testing.T, f *fixture) {
+	s.test(t, "DrawsDueListsTheOpenedSalesNotReleased", func(t *testing.T, f *fixture) {
 		queued := func(tag byte, opens, starts time.Duration) *boxoffice.Event {
 			e := f.newEvent()
 			e.SaleMode = boxoffice.SaleQueued
@@ -206,6 +210,7 @@ func (s suite) draws(t *testing.T) {
 		opensLater := queued(22, time.Hour, month)
 		drawn := queued(23, -time.Hour, month)
 		f.recordDraw(&boxoffice.Draw{EventID: drawn.ID, DrawnAt: t0.Add(-time.Minute)})
+		f.markDrawReleased(drawn.ID)
 		started := queued(24, -3*time.Hour, 0) // the show starts at t0
 		direct := f.createEvent()
 		seedless := f.newEvent() // no row: not opened through DrawsDue
@@ -256,11 +261,24 @@ func (s suite) draws(t *testing.T) {
 		if got, err := f.store.DrawsDue(f.ctx, t0, 0); err != nil || len(got) != 0 {
 			t.Errorf("DrawsDue(limit 0) = %v, %v; want none", got, err)
 		}
-		// Drawn, it is no longer due.
+		// Marking an undrawn draw released changes nothing.
+		f.markDrawReleased(due.ID)
+		// Drawn, it is due until released (an opener that died in between
+		// is finished by the next), then no longer, marked once or twice.
 		f.recordDraw(&boxoffice.Draw{EventID: dueFirst.ID, DrawnAt: t0, FirstPosition: 1, Order: []boxoffice.ID{7}})
-		if diff := cmp.Diff([]boxoffice.ID{due.ID}, dueAt(t0, 100), byID); diff != "" {
+		if diff := cmp.Diff([]boxoffice.ID{dueFirst.ID, due.ID}, dueAt(t0, 100), byID); diff != "" {
 			t.Errorf("due after a draw (-want +got):\n%s", diff)
 		}
+		f.markDrawReleased(dueFirst.ID)
+		f.markDrawReleased(dueFirst.ID)
+		if diff := cmp.Diff([]boxoffice.ID{due.ID}, dueAt(t0, 100), byID); diff != "" {
+			t.Errorf("due after the release (-want +got):\n%s", diff)
+		}
+		if d := f.draw(dueFirst.ID); !d.Drawn() || !cmp.Equal(d.Order, []boxoffice.ID{7}) {
+			t.Errorf("draw after the release: %+v", d)
+		}
+		wantCode(t, "MarkDrawReleased(event without a draw)", f.store.MarkDrawReleased(f.ctx, direct.ID), boxoffice.ENOTFOUND)
+		wantCode(t, "MarkDrawReleased(unknown)", f.store.MarkDrawReleased(f.ctx, 424242), boxoffice.ENOTFOUND)
 	})
 }
 
@@ -296,6 +314,14 @@ func (f *fixture) draw(eventID boxoffice.ID) *boxoffice.Draw {
 		f.t.Fatalf("Draw(%d): %v", eventID, err)
 	}
 	return d
+}
+
+// markDrawReleased marks the event's draw released, which must succeed.
+func (f *fixture) markDrawReleased(eventID boxoffice.ID) {
+	f.t.Helper()
+	if err := f.store.MarkDrawReleased(f.ctx, eventID); err != nil {
+		f.t.Fatalf("MarkDrawReleased(%d): %v", eventID, err)
+	}
 }
 
 // recordDraw records d, which must succeed.

@@ -1,5 +1,5 @@
 -- 0013_draws_due: the opener finds the draws it owes through an index of
--- the undrawn ones, by the sale's opening (Store.DrawsDue), instead of
+-- the draws not yet released, by the sale's opening (Store.DrawsDue), instead of
 -- reading a page of events: with thousands of events, one opening next
 -- was not always on the page (the newest 200 by id, which is by show
 -- day). Events never change, so the opening is copied here. It mirrors
@@ -11,6 +11,11 @@
 -- server's strong random source (gen_random_uuid, no extension needed).
 
 ALTER TABLE event_draws ADD COLUMN sale_opens_at timestamptz;
+-- The drawn requests are in the log (Store.MarkDrawReleased): the draw is
+-- done. Until then, drawn or not, it is due, so that an opener that died
+-- between the draw and the release is finished by the next.
+ALTER TABLE event_draws ADD COLUMN released boolean NOT NULL DEFAULT false;
+UPDATE event_draws SET released = true WHERE drawn_at IS NOT NULL;
 
 UPDATE event_draws d SET sale_opens_at = e.sale_opens_at
 FROM events e WHERE e.id = d.event_id;
@@ -23,4 +28,4 @@ WHERE e.sale_mode = 'queued' AND e.sale_opens_at > now()
 
 ALTER TABLE event_draws ALTER COLUMN sale_opens_at SET NOT NULL;
 
-CREATE INDEX event_draws_due ON event_draws (sale_opens_at, event_id) WHERE drawn_at IS NULL;
+CREATE INDEX event_draws_due ON event_draws (sale_opens_at, event_id) WHERE NOT released;
