@@ -101,7 +101,7 @@ type LeasedHolds interface {
 	// EIDEMINFLIGHT when someone holds it, nothing held then. When the
 	// seats are refused or the call fails, the lease is not kept. After a
 	// grant the lease lasts ttl, unless release (which may be called any
-	// number of times) ends it first. Its leases are its own: a key leased
+	// number of times, and is never nil) ends it first. Its leases are its own: a key leased
 	// here and the same key taken by Leases.TryLease are two leases.
 	AcquireLeased(ctx context.Context, req HoldRequest, key string, ttl time.Duration) (h Hold, release func(), err error)
 }

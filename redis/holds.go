@@ -264,11 +264,12 @@ var _ boxoffice.LeasedHolds = (*Holds)(nil)
 // taken by the first section's script of a hold over several sections is
 // given back with the seats when a later section refuses.
 func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, key string, ttl time.Duration) (boxoffice.Hold, func(), error) {
+	none := func() {}
 	if key == "" || ttl <= 0 {
-		return boxoffice.Hold{}, nil, boxoffice.Errorf(boxoffice.EINVALID, "a lease needs a key and a positive ttl")
+		return boxoffice.Hold{}, none, boxoffice.Errorf(boxoffice.EINVALID, "a lease needs a key and a positive ttl")
 	}
 	if err := validRequest(req); err != nil {
-		return boxoffice.Hold{}, nil, err
+		return boxoffice.Hold{}, none, err
 	}
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw) // crypto/rand.Read never fails
@@ -276,7 +277,7 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 	l := &lease{key: h.prefix + "lease:{" + req.EventID.String() + ":" + g.section + "}:" + key, token: hex.EncodeToString(raw), ttl: millis(ttl)}
 	hold, err := h.acquire(ctx, req, l)
 	if err != nil {
-		return boxoffice.Hold{}, nil, err
+		return boxoffice.Hold{}, none, err
 	}
 	var once sync.Once
 	return hold, func() { once.Do(func() { h.endLease(ctx, l) }) }, nil
