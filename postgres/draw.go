@@ -135,10 +135,10 @@ const drawsDueSQL = `
 	FROM event_draws d JOIN events e ON e.id = d.event_id
 	WHERE NOT d.released AND d.sale_opens_at <= $1 AND e.starts_at > $1
 	ORDER BY d.sale_opens_at, d.event_id
-	LIMIT 100`
+	LIMIT ` + maxDrawsDue
 
 // maxDrawsDue is drawsDueSQL's limit.
-const maxDrawsDue = 100
+const maxDrawsDue = "100"
 
 // MarkDrawReleased marks a drawn draw released: it leaves the due index.
 func (s *Store) MarkDrawReleased(ctx context.Context, eventID boxoffice.ID) error {
