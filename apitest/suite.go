@@ -642,6 +642,12 @@ func testTicketLimit(t *testing.T, s *Stack) {
 	if st := s.statuses(t, ev); st["A-A-4"] != "available" || st["A-A-5"] != "available" {
 		t.Error("a refused over-limit request left seats held")
 	}
+	// Its retry is refused the same, not told it is in flight: a refused
+	// request leaves no lease behind (on Redis the lease is taken in the
+	// hold's script, and ended when no booking is written).
+	if r := c.reserve(ev, "more", "A-A-4", "A-A-5"); r.Status != http.StatusUnprocessableEntity || r.problem(t).Code != boxoffice.ELIMIT {
+		t.Errorf("the over-limit request again: %d %s", r.Status, r.Body)
+	}
 	c.mustReserve(ev, "A-A-4")
 	// Parallel requests cannot slip past the limit either.
 	other := s.client(t, "scalper2", "")
