@@ -268,13 +268,9 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 	if key == "" || ttl <= 0 {
 		return boxoffice.Hold{}, none, boxoffice.Errorf(boxoffice.EINVALID, "a lease needs a key and a positive ttl")
 	}
-	if err := validRequest(req); err != nil {
-		return boxoffice.Hold{}, none, err
-	}
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw) // crypto/rand.Read never fails
-	g := h.groups(req.EventID, req.SeatIDs, true)[0]
-	l := &lease{key: h.prefix + "lease:{" + req.EventID.String() + ":" + g.section + "}:" + key, token: hex.EncodeToString(raw), ttl: millis(ttl)}
+	l := &lease{name: key, token: hex.EncodeToString(raw), ttl: millis(ttl)}
 	hold, err := h.acquire(ctx, req, l)
 	if err != nil {
 		return boxoffice.Hold{}, none, err
@@ -283,8 +279,10 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 	return hold, func() { once.Do(func() { h.endLease(ctx, l) }) }, nil
 }
 
-// lease is an AcquireLeased's lease: its key, token and ttl in ms.
-type lease struct{ key, token, ttl string }
+// lease is an AcquireLeased's lease: the caller's name for it, its token
+// and ttl in ms, and its Redis key (acquire sets it, in the first
+// section's slot).
+type lease struct{ name, token, ttl, key string }
 
 // endLease deletes l if it still holds its token; if Redis cannot be
 // reached, the lease ends with its ttl.
@@ -305,6 +303,9 @@ func (h *Holds) acquire(ctx context.Context, req boxoffice.HoldRequest, l *lease
 	defer cancel()
 
 	groups := h.groups(req.EventID, req.SeatIDs, true)
+	if l != nil {
+		l.key = h.prefix + "lease:{" + req.EventID.String() + ":" + groups[0].section + "}:" + l.name
+	}
 	owner := req.Owner.String()
 	supersede := superseded(req)
 	ttl := millis(req.TTL)
