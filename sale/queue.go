@@ -273,7 +273,8 @@ func (s *Queue) RunWorker(ctx context.Context) error {
 // OpenQueue draws the pre-queue of an event whose sale has opened and puts
 // the drawn requests in the log. Safe to call any number of times and from
 // several processes: the draw happens once, under a lease, and a release
-// cut short by a crash is finished by the next call.
+// cut short by a crash is finished by the next call. An event without a
+// draw (one the opener never lists) is ENOTFOUND.
 //
 // An event opens even when nobody waited: the queue state then admits
 // whoever comes next straight into the queue (a request a node still took
@@ -294,13 +295,9 @@ func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 	if err != nil {
 		return err
 	}
+	// The event is due (DrawsDue), so it has a draw: a seed committed to
+	// at its creation, or by migration 0013 / 0011 for an older one.
 	d, err := s.store.Draw(ctx, eventID)
-	seedless := isCode(err, boxoffice.ENOTFOUND)
-	if seedless {
-		// An event created before draws were committed to: a seed now,
-		// published with the draw (committed at the draw, not before).
-		d, err = &boxoffice.Draw{EventID: eventID, Seed: boxoffice.NewDrawSeed()}, nil
-	}
 	if err != nil {
 		return err
 	}
@@ -310,12 +307,6 @@ func (s *Queue) OpenQueue(ctx context.Context, eventID boxoffice.ID) error {
 	drawn, err := s.queue.Open(ctx, eventID, func(ids []boxoffice.ID) []boxoffice.ID { return boxoffice.DrawOrder(d.Seed, ids) })
 	if err != nil {
 		return err
-	}
-	if seedless && p.Released && len(drawn) > 0 {
-		// Drawn and released by a version that kept no seed: the order
-		// was not drawn from the one just made, and publishing the two
-		// together would be a false claim.
-		return nil
 	}
 	if !d.Drawn() {
 		// Published before the requests go on: whoever sees a position
