@@ -1,0 +1,84 @@
+package sqlite
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// The front door's batch statements (AdmitMany) probe the rows their JSON
+// array names through an index, never scan queue_requests or
+// queue_events: checked on an empty file and after ANALYZE with many
+// requests of many users, where the planner has statistics to be tempted
+// by.
+func TestAdmissionStatementsProbeTheirRows(t *testing.T) {
+	s := openStore(t)
+	want := map[string]struct{ sql, index string }{
+		"keys":     {admitKeysSQL, "sqlite_autoindex_queue_requests_1"},
+		"live":     {admitLiveSQL, "queue_requests_live"},
+		"counters": {admitCountersSQL, "INTEGER PRIMARY KEY"},
+		"log":      {`SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests`, "queue_requests_log"},
+	}
+	check := func(when string) {
+		for name, w := range want {
+			rows, err := s.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+w.sql, "[]")
+			if strings.Count(w.sql, "?") == 0 {
+				rows, err = s.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+w.sql)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan []string
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			rows.Close()
+			text := strings.Join(plan, "; ")
+			t.Logf("%s, %s: %s", when, name, text)
+			for _, step := range plan {
+				if strings.HasPrefix(step, "SCAN") && !strings.Contains(step, "VIRTUAL TABLE") {
+					t.Errorf("%s, %s: scans a table: %s", when, name, text)
+				}
+			}
+			if !strings.Contains(text, "SEARCH") || !strings.Contains(text, w.index) {
+				t.Errorf("%s, %s: no search through %s: %s", when, name, w.index, text)
+			}
+		}
+	}
+	check("empty")
+	ctx := t.Context()
+	e := &boxoffice.Event{ID: 1, Name: "Plans", Venue: "Hall",
+		StartsAt: time.Now().Add(48 * time.Hour), SaleOpensAt: time.Now().Add(-time.Hour),
+		SaleMode: boxoffice.SaleQueued, TicketLimit: 4, CreatedAt: time.Now(),
+		Sections: []boxoffice.Section{{Name: "A", PriceTier: "std", PriceCents: 100, Rows: 1, SeatsPerRow: 4}}}
+	if err := s.CreateEvent(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.ID
+	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		for i := range 3000 {
+			status := []string{"queued", "held", "rejected", "waiting"}[i%4]
+			if _, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
+				(id, event_id, user_id, idempotency_key, request_hash, seat_ids, position, log_seq, status, enqueued_at)
+				VALUES (?, ?, ?, ?, 'h', '[]', ?, ?, ?, 0)`,
+				i+1, ev, "u"+strconv.Itoa(i%300), "k"+strconv.Itoa(i), i+1, i+1, status); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `ANALYZE`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("analyzed")
+}
