@@ -112,3 +112,33 @@ func BenchmarkConfirmBooking(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
+
+// BenchmarkAdmitMany admits batches of 64 fresh users' requests to one
+// opened queue, as the embedded front door's admitters do: the
+// statements of one batch on the store's writer, without HTTP.
+func BenchmarkAdmitMany(b *testing.B) {
+	s, e, seats := benchStore(b)
+	q := s.Queue()
+	const batch = 64
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n += batch {
+		as := make([]boxoffice.Admission, batch)
+		for i := range as {
+			k := next.Add(1)
+			as[i] = boxoffice.Admission{MaxLive: 1, Request: &boxoffice.QueuedRequest{
+				ID: boxoffice.ID(1_000_000 + k), EventID: e.ID, UserID: fmt.Sprint("user-", k), IdempotencyKey: "k",
+				RequestHash: "h", SeatIDs: []string{seats[int(k)%len(seats)].ID}, EnqueuedAt: benchNow,
+			}}
+		}
+		out, err := q.AdmitMany(b.Context(), as)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out[0].Err != nil {
+			b.Fatal(out[0].Err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -88,15 +89,14 @@ func (q *Queue) Admit(ctx context.Context, r *boxoffice.QueuedRequest, maxLive i
 }
 
 // AdmitMany records a batch in one write transaction (see
-// boxoffice.QueueState) with a fixed number of statements whatever its
-// size: the idempotency look-ups, the users' live entries and the events'
-// counters read once each, the requests decided in order in Go, then one
-// INSERT of every new row and one counter write per event. The admission
-// runs on the store's one writer, so every statement saved is front-door
-// throughput: three statements per request cost ~14 % of the front door's
-// CPU (docs/benchmarks.md). The look-ups and the INSERT take the batch as
-// one JSON array, so each is one prepared statement whatever the batch's
-// size (TestAdmissionStatementsProbeTheirRows).
+// boxoffice.QueueState) with a few statements, not three per request: the
+// idempotency look-ups, the users' live entries and the events' counters
+// read once each, the requests decided in order in Go, then the new rows
+// in multi-row INSERTs and one counter write per event. The admission runs
+// on the store's one writer, so every statement saved is front-door
+// throughput (docs/benchmarks.md). The look-ups take the batch as one JSON
+// array, one prepared statement whatever the batch's size
+// (TestAdmissionStatementsProbeTheirRows).
 func (q *Queue) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([]boxoffice.Admitted, error) {
 	type encoded struct {
 		seats string
@@ -149,17 +149,50 @@ const (
 	// admitCountersSQL reads the counters of [event, ...].
 	admitCountersSQL = `SELECT event_id, admitted, waiting, opened FROM queue_events
 		WHERE event_id IN (SELECT value FROM json_each(?))`
-	// admitInsertSQL writes the rows of [[id, event, user, key, hash,
-	// seats, best, position, prequeued, log_seq, status, enqueued_at,
-	// estimated_wait], ...], in the array's order.
-	admitInsertSQL = `INSERT INTO queue_requests
-		(id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, prequeued, log_seq, status, enqueued_at, estimated_wait)
-		SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
-		       value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12
-		FROM json_each(?)`
 	admitCounterSQL = `INSERT INTO queue_events (event_id, admitted, waiting, opened) VALUES (?1, ?2, ?3, ?4)
 		ON CONFLICT (event_id) DO UPDATE SET admitted = excluded.admitted, waiting = excluded.waiting, opened = excluded.opened`
 )
+
+// admitInsertSQL[n] writes n requests, each the 13 values of
+// admitColumns. The rows are bound, not passed as JSON: SQLite's JSON
+// functions (json_each, then ->> per column) cost more than the rows'
+// B-tree inserts (BenchmarkAdmitMany). A few fixed sizes keep the
+// prepared statements few.
+var admitInsertSQL = func() map[int]string {
+	const admitColumns = `(id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, prequeued, log_seq, status, enqueued_at, estimated_wait)`
+	out := map[int]string{}
+	for _, n := range admitInsertSizes {
+		values := strings.Repeat(",(?,?,?,?,?,?,?,?,?,?,?,?,?)", n)[1:]
+		out[n] = `INSERT INTO queue_requests ` + admitColumns + ` VALUES ` + values
+	}
+	return out
+}()
+
+// admitInsertSizes are the row counts of admitInsertSQL, largest first.
+var admitInsertSizes = []int{32, 8, 1}
+
+// insertAdmitted writes rows in chunks of admitInsertSizes.
+func insertAdmitted(ctx context.Context, tx *txn, rows [][13]any) error {
+	args := make([]any, 0, admitInsertSizes[0]*13)
+	for len(rows) > 0 {
+		n := 1
+		for _, size := range admitInsertSizes {
+			if len(rows) >= size {
+				n = size
+				break
+			}
+		}
+		args = args[:0]
+		for _, r := range rows[:n] {
+			args = append(args, r[:]...)
+		}
+		if _, err := tx.ExecContext(ctx, admitInsertSQL[n], args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
 
 // queueCounters is a queue_events row as a batch changes it.
 type queueCounters struct {
@@ -300,7 +333,7 @@ func admitBatch(ctx context.Context, tx *txn, as []boxoffice.Admission, encoded 
 	if len(insert) == 0 {
 		return out, nil
 	}
-	if _, err := tx.ExecContext(ctx, admitInsertSQL, mustJSON(insert)); err != nil {
+	if err := insertAdmitted(ctx, tx, insert); err != nil {
 		return nil, err
 	}
 	for _, id := range events {
