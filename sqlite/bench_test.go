@@ -142,3 +142,38 @@ func BenchmarkAdmitMany(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
 }
+
+// BenchmarkOpenDraw opens a waiting room of 30,000 requests: the draw's
+// positions written while the burst at the opening waits for the writer.
+func BenchmarkOpenDraw(b *testing.B) {
+	s, e, seats := benchStore(b)
+	q := s.Queue()
+	const waiting, batch = 30_000, 256
+	var next atomic.Int64
+	for range b.N {
+		ev := *e
+		ev.ID = boxoffice.ID(next.Add(1) + 1_000)
+		if err := s.CreateEvent(b.Context(), &ev); err != nil {
+			b.Fatal(err)
+		}
+		for n := 0; n < waiting; n += batch {
+			as := make([]boxoffice.Admission, batch)
+			for i := range as {
+				k := next.Add(1)
+				as[i] = boxoffice.Admission{MaxLive: 1, PreQueue: true, Request: &boxoffice.QueuedRequest{
+					ID: boxoffice.ID(10_000_000 + k), EventID: ev.ID, UserID: fmt.Sprint("user-", k), IdempotencyKey: "k",
+					RequestHash: "h", SeatIDs: []string{seats[int(k)%len(seats)].ID}, EnqueuedAt: benchNow,
+				}}
+			}
+			if _, err := q.AdmitMany(b.Context(), as); err != nil {
+				b.Fatal(err)
+			}
+		}
+		start := time.Now()
+		opened, err := q.Open(b.Context(), ev.ID, func(ids []boxoffice.ID) []boxoffice.ID { return ids })
+		if err != nil || len(opened) < waiting {
+			b.Fatalf("Open: %d, %v", len(opened), err)
+		}
+		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/open")
+	}
+}

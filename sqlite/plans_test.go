@@ -15,8 +15,12 @@ import (
 func TestBatchReadsProbeTheirRows(t *testing.T) {
 	s := openStore(t)
 	check := func(when string) {
-		for name, q := range map[string]string{"entries": entriesSQL, "idempotencies": idempotenciesSQL, "finish": finishSQL} {
-			rows, err := s.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, "[]")
+		for name, q := range map[string]string{"entries": entriesSQL, "idempotencies": idempotenciesSQL, "finish": finishSQL, "open": openDrawSQL} {
+			args := []any{"[]"}
+			if name == "open" {
+				args = []any{0, 0, "[]"}
+			}
+			rows, err := s.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
 			if err != nil {
 				t.Fatal(err)
 			}
