@@ -214,8 +214,9 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		if len(unknown) > 0 {
 			return &boxoffice.Error{Code: boxoffice.EINVALID, Message: "no such seat in this event", Seats: unknown}
 		}
-		// The unique (booking, seat) finds a seat named twice; the
-		// foreign key to seats backs up the check above.
+		// The unique (booking, seat) finds a seat named twice. An unknown
+		// seat was refused just above, which rolls the insert back:
+		// booking_seats has no foreign keys (migration 0014).
 		if _, err := wr.Exec(); err != nil {
 			if pgCode(err) == codeUniqueViolation {
 				if twice := nb.CheckSeatsOnce(); twice != nil {
