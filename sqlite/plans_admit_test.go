@@ -25,33 +25,11 @@ func TestAdmissionStatementsProbeTheirRows(t *testing.T) {
 	}
 	check := func(when string) {
 		for name, w := range want {
-			rows, err := s.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+w.sql, "[]")
-			if strings.Count(w.sql, "?") == 0 {
-				rows, err = s.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+w.sql)
+			var args []any
+			if strings.Contains(w.sql, "?") {
+				args = append(args, "[]")
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			rows.Close()
-			text := strings.Join(plan, "; ")
-			t.Logf("%s, %s: %s", when, name, text)
-			for _, step := range plan {
-				if strings.HasPrefix(step, "SCAN") && !strings.Contains(step, "VIRTUAL TABLE") {
-					t.Errorf("%s, %s: scans a table: %s", when, name, text)
-				}
-			}
-			if !strings.Contains(text, "SEARCH") || !strings.Contains(text, w.index) {
-				t.Errorf("%s, %s: no search through %s: %s", when, name, w.index, text)
-			}
+			checkProbes(t, s, when+", "+name, w.index, w.sql, args...)
 		}
 	}
 	check("empty")

@@ -20,29 +20,7 @@ func TestBatchReadsProbeTheirRows(t *testing.T) {
 			if name == "open" {
 				args = []any{0, 0, "[]"}
 			}
-			rows, err := s.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			rows.Close()
-			text := strings.Join(plan, "; ")
-			for _, step := range plan {
-				if strings.HasPrefix(step, "SCAN") && !strings.Contains(step, "VIRTUAL TABLE") {
-					t.Errorf("%s, %s: scans a table: %s", when, name, text)
-				}
-			}
-			if !strings.Contains(text, "SEARCH") || !strings.Contains(text, "PRIMARY KEY") {
-				t.Errorf("%s, %s: no primary-key search: %s", when, name, text)
-			}
+			checkProbes(t, s, when+", "+name, "PRIMARY KEY", q, args...)
 		}
 	}
 	check("empty")
@@ -61,4 +39,35 @@ func TestBatchReadsProbeTheirRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("analyzed")
+}
+
+// checkProbes fails t when query's plan (EXPLAIN QUERY PLAN with args)
+// scans a table other than a JSON array, or searches through no index
+// whose description holds index.
+func checkProbes(t *testing.T, s *Store, label, index, query string, args ...any) {
+	t.Helper()
+	rows, err := s.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	rows.Close()
+	text := strings.Join(plan, "; ")
+	t.Logf("%s: %s", label, text)
+	for _, step := range plan {
+		if strings.HasPrefix(step, "SCAN") && !strings.Contains(step, "VIRTUAL TABLE") {
+			t.Errorf("%s: scans a table: %s", label, text)
+		}
+	}
+	if !strings.Contains(text, "SEARCH") || !strings.Contains(text, index) {
+		t.Errorf("%s: no search through %s: %s", label, index, text)
+	}
 }
