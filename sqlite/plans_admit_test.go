@@ -21,7 +21,7 @@ func TestAdmissionStatementsProbeTheirRows(t *testing.T) {
 		"keys":     {admitKeysSQL, "sqlite_autoindex_queue_requests_1"},
 		"live":     {admitLiveSQL, "queue_requests_live"},
 		"counters": {admitCountersSQL, "INTEGER PRIMARY KEY"},
-		"log":      {`SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests`, "queue_requests_log"},
+		"log":      {nextLogSeqSQL, "queue_requests_log"},
 	}
 	check := func(when string) {
 		for name, w := range want {
@@ -33,30 +33,20 @@ func TestAdmissionStatementsProbeTheirRows(t *testing.T) {
 		}
 	}
 	check("empty")
-	ctx := t.Context()
 	e := &boxoffice.Event{ID: 1, Name: "Plans", Venue: "Hall",
 		StartsAt: time.Now().Add(48 * time.Hour), SaleOpensAt: time.Now().Add(-time.Hour),
 		SaleMode: boxoffice.SaleQueued, TicketLimit: 4, CreatedAt: time.Now(),
 		Sections: []boxoffice.Section{{Name: "A", PriceTier: "std", PriceCents: 100, Rows: 1, SeatsPerRow: 4}}}
-	if err := s.CreateEvent(ctx, e); err != nil {
+	if err := s.CreateEvent(t.Context(), e); err != nil {
 		t.Fatal(err)
 	}
-	ev := e.ID
-	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-		for i := range 3000 {
-			status := []string{"queued", "held", "rejected", "waiting"}[i%4]
-			if _, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
-				(id, event_id, user_id, idempotency_key, request_hash, seat_ids, position, log_seq, status, enqueued_at)
-				VALUES (?, ?, ?, ?, 'h', '[]', ?, ?, ?, 0)`,
-				i+1, ev, "u"+strconv.Itoa(i%300), "k"+strconv.Itoa(i), i+1, i+1, status); err != nil {
-				return err
-			}
-		}
-		_, err := tx.ExecContext(ctx, `ANALYZE`)
+	analyzeAfter(t, s, 3000, func(ctx context.Context, tx *txn, i int) error {
+		status := []string{"queued", "held", "rejected", "waiting"}[i%4]
+		_, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
+			(id, event_id, user_id, idempotency_key, request_hash, seat_ids, position, log_seq, status, enqueued_at)
+			VALUES (?, ?, ?, ?, 'h', '[]', ?, ?, ?, 0)`,
+			i+1, e.ID, "u"+strconv.Itoa(i%300), "k"+strconv.Itoa(i), i+1, i+1, status)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	check("analyzed")
 }

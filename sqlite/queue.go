@@ -366,9 +366,13 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
+// nextLogSeqSQL is the log's next place: one look-up at the end of
+// queue_requests_log.
+const nextLogSeqSQL = `SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests`
+
 func nextLogSeq(ctx context.Context, tx *txn) (int64, error) {
 	var seq int64
-	err := tx.QueryRowContext(ctx, `SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests`).Scan(&seq)
+	err := tx.QueryRowContext(ctx, nextLogSeqSQL).Scan(&seq)
 	return seq, err
 }
 
