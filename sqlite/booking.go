@@ -41,9 +41,15 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 
 // CreateBookings writes a batch of plain pending bookings in one
 // transaction, each answered as CreateBooking would have answered it one
-// after the other (see boxoffice.BookingStore): a refused booking is rolled
-// back to its savepoint and the others go on. A resale purchase or a
-// waitlist offer is refused with EINVALID: those are booked on their own.
+// after the other (see boxoffice.BookingStore): a refused booking writes
+// nothing and the others go on. A resale purchase or a waitlist offer is
+// refused with EINVALID: those are booked on their own.
+//
+// No booking needs a savepoint of its own: checkBooking finds every
+// refusal before the first write. A savepoint per booking made SQLite copy
+// every page the booking touched into its statement journal, in memory
+// freshly allocated and given back to the system at each release: about
+// half of the batch's time, and of the writer's in a sale.
 func (s *Store) CreateBookings(ctx context.Context, nbs []boxoffice.NewBooking) ([]error, error) {
 	errs := make([]error, len(nbs))
 	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
@@ -52,18 +58,19 @@ func (s *Store) CreateBookings(ctx context.Context, nbs []boxoffice.NewBooking) 
 			if errs[i] = nb.ValidateForBatch(); errs[i] != nil {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_booking`); err != nil {
-				return err
-			}
-			if errs[i] = createBooking(ctx, tx, nb); errs[i] != nil {
+			if errs[i] = checkBooking(ctx, tx, nb); errs[i] != nil {
 				if !refusal(errs[i]) {
 					return errs[i] // the database failed: the whole batch fails
 				}
-				if _, err := tx.ExecContext(ctx, `ROLLBACK TO batch_booking`); err != nil {
-					return err
-				}
+				continue
 			}
-			if _, err := tx.ExecContext(ctx, `RELEASE batch_booking`); err != nil {
+			if err := writeBooking(ctx, tx, nb); err != nil {
+				if refusal(err) {
+					// checkBooking missed it, and this booking's writes
+					// so far cannot be undone alone: the batch writes
+					// nothing rather than half a booking.
+					return &boxoffice.Error{Code: boxoffice.EINTERNAL, Message: "a booking was refused only when written", Err: err}
+				}
 				return err
 			}
 		}
@@ -84,41 +91,62 @@ func refusal(err error) bool {
 
 // createBooking is CreateBooking's work inside tx.
 func createBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error {
+	if err := checkBooking(ctx, tx, nb); err != nil {
+		return err
+	}
+	return writeBooking(ctx, tx, nb)
+}
+
+// checkBookingSQL reads in one statement everything a booking can be
+// refused for: whether the event exists, the user's seats for it (the
+// limit), which of the requested seats already have a valid ticket,
+// whether the idempotency key or the booking id is taken, and which seats
+// the event does not have. CROSS JOIN keeps the requested seats the outer
+// loop (SQLite does not reorder it): a few index probes, not a walk over
+// every ticket already sold for the event.
+const checkBookingSQL = `
+	SELECT
+		EXISTS (SELECT 1 FROM events WHERE id = ?1),
+		(SELECT count(*) FROM tickets
+		 WHERE user_id = ?2 AND event_id = ?1 AND status = 'valid')
+		+ (SELECT count(*)
+		   FROM bookings b
+		   JOIN booking_seats bs ON bs.booking_id = b.id
+		   WHERE b.event_id = ?1 AND b.user_id = ?2 AND b.status = 'pending' AND b.held_until > ?3),
+		(SELECT json_group_array(j.value)
+		 FROM json_each(?4) j
+		 CROSS JOIN tickets t
+		 WHERE t.event_id = ?1 AND t.seat_id = j.value AND t.status = 'valid'),
+		EXISTS (SELECT 1 FROM idempotency_keys WHERE user_id = ?5 AND key = ?6),
+		EXISTS (SELECT 1 FROM bookings WHERE id = ?7),
+		(SELECT json_group_array(j.value)
+		 FROM json_each(?4) j
+		 WHERE NOT EXISTS (SELECT 1 FROM seats WHERE event_id = ?1 AND seat_id = j.value))`
+
+// checkBooking answers a booking's refusal, in the port's order (see
+// boxoffice.BookingStore), before anything of it is written; nil: the
+// writes of writeBooking will succeed, unless the database fails.
+func checkBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error {
 	b := nb.Booking
-	// The common checks in one statement: whether the event exists,
-	// the user's seats for it (the limit), and which of the requested
-	// seats already have a valid ticket. CROSS JOIN keeps the requested
-	// seats the outer loop (SQLite does not reorder it): a few index
-	// probes, not a walk over every ticket already sold for the event.
+	var keyUser, key any // NULL: no key, nothing taken
+	if r := nb.Idempotency; r != nil {
+		keyUser, key = r.UserID, r.Key
+	}
 	var (
-		eventExists bool
-		taken       int
-		sold        string // a JSON array
+		eventExists, keyTaken, idTaken bool
+		taken                          int
+		sold, unknown                  string // JSON arrays
 	)
-	if err := tx.QueryRowContext(ctx, `
-		SELECT
-			EXISTS (SELECT 1 FROM events WHERE id = ?1),
-			(SELECT count(*) FROM tickets
-			 WHERE user_id = ?2 AND event_id = ?1 AND status = 'valid')
-			+ (SELECT count(*)
-			   FROM bookings b
-			   JOIN booking_seats bs ON bs.booking_id = b.id
-			   WHERE b.event_id = ?1 AND b.user_id = ?2 AND b.status = 'pending' AND b.held_until > ?3),
-			(SELECT json_group_array(j.value)
-			 FROM json_each(?4) j
-			 CROSS JOIN tickets t
-			 WHERE t.event_id = ?1 AND t.seat_id = j.value AND t.status = 'valid')`,
-		b.EventID, b.UserID, millis(b.CreatedAt), jsonStrings(b.SeatIDs),
-	).Scan(&eventExists, &taken, &sold); err != nil {
+	if err := tx.QueryRowContext(ctx, checkBookingSQL,
+		b.EventID, b.UserID, millis(b.CreatedAt), jsonStrings(b.SeatIDs), keyUser, key, b.ID,
+	).Scan(&eventExists, &taken, &sold, &keyTaken, &idTaken, &unknown); err != nil {
 		return err
 	}
 	if !eventExists {
 		return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %d not found", b.EventID)
 	}
-	if nb.Idempotency != nil {
-		if err := insertIdempotency(ctx, tx, nb.Idempotency); err != nil {
-			return err
-		}
+	if keyTaken {
+		return errKeyTaken
 	}
 	if b.WaitlistEntryID != 0 {
 		// The entry before the seats, in the port's order.
@@ -131,47 +159,45 @@ func createBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error 
 		if err := checkPurchase(ctx, tx, b); err != nil {
 			return err
 		}
-	} else {
-		if sold != "[]" {
-			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: inRequestOrder(sold, b.SeatIDs)}
-		}
+	} else if sold != "[]" {
+		return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "some seats are already sold", Seats: inRequestOrder(sold, b.SeatIDs)}
 	}
 	if err := nb.CheckLimit(taken); err != nil {
 		return err
 	}
+	if idTaken {
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d already exists", b.ID)
+	}
+	if unknown != "[]" {
+		return &boxoffice.Error{Code: boxoffice.EINVALID, Message: "no such seat in this event", Seats: inRequestOrder(unknown, b.SeatIDs)}
+	}
+	return nb.CheckSeatsOnce()
+}
 
-	_, err := tx.ExecContext(ctx, `
+// writeBooking writes a booking checkBooking let through: its idempotency
+// record, the booking, its seats, its waitlist entry's offer and the
+// outbox event.
+func writeBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error {
+	b := nb.Booking
+	if nb.Idempotency != nil {
+		if err := insertIdempotency(ctx, tx, nb.Idempotency); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `
 		INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at,
 		                      listing_id, waitlist_entry_id)
 		VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)`,
 		b.ID, b.EventID, b.UserID, b.Fence, b.AmountCents, millis(b.HeldUntil), millis(b.CreatedAt), millis(b.UpdatedAt),
-		orNull(b.ListingID), orNull(b.WaitlistEntryID))
-	if isUniqueViolation(err) {
-		return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d already exists", b.ID)
-	}
-	if err != nil {
+		orNull(b.ListingID), orNull(b.WaitlistEntryID)); err != nil {
 		return err
 	}
-
-	// One prepared row at a time: a booking has a handful of seats. The
-	// foreign key to seats finds a seat not in the layout, the unique
-	// (booking, seat) a seat named twice; seats not in the layout come
-	// first, wherever they are in the booking.
+	// One prepared row at a time: a booking has a handful of seats.
 	for i, seat := range b.SeatIDs {
-		_, err := tx.ExecContext(ctx, `
+		if _, err := tx.ExecContext(ctx, `
 			INSERT INTO booking_seats (booking_id, position, event_id, seat_id)
 			VALUES (?, ?, ?, ?)`,
-			b.ID, i, b.EventID, seat)
-		switch {
-		case isForeignKeyViolation(err) || isUniqueViolation(err):
-			if unknown := unknownSeats(ctx, tx, b.EventID, b.SeatIDs); unknown != nil {
-				return unknown
-			}
-			if twice := nb.CheckSeatsOnce(); twice != nil {
-				return twice
-			}
-			return err
-		case err != nil:
+			b.ID, i, b.EventID, seat); err != nil {
 			return err
 		}
 	}
@@ -262,24 +288,6 @@ func inRequestOrder(soldJSON string, requested []string) []string {
 		return cmp.Compare(slices.Index(requested, a), slices.Index(requested, b))
 	})
 	return sold
-}
-
-// unknownSeats returns the EINVALID error naming the seats that are not in
-// the event's layout, nil when every seat is.
-func unknownSeats(ctx context.Context, tx *txn, eventID boxoffice.ID, seatIDs []string) error {
-	rows, err := tx.QueryContext(ctx, `
-		SELECT j.value
-		FROM json_each(?) j
-		WHERE NOT EXISTS (SELECT 1 FROM seats WHERE event_id = ? AND seat_id = j.value)
-		ORDER BY j.key`, jsonStrings(seatIDs), eventID)
-	if err != nil {
-		return err
-	}
-	unknown, err := collect(rows, scanString)
-	if err != nil || len(unknown) == 0 {
-		return err
-	}
-	return &boxoffice.Error{Code: boxoffice.EINVALID, Message: "no such seat in this event", Seats: unknown}
 }
 
 // Booking returns a booking with its seats and tickets, or ENOTFOUND.

@@ -34,12 +34,6 @@ func isUniqueViolation(err error) bool {
 	return false
 }
 
-// isForeignKeyViolation reports whether err is a FOREIGN KEY constraint
-// failure.
-func isForeignKeyViolation(err error) bool {
-	return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
-}
-
 // errDBClosed is database/sql's error for a call on a closed *sql.DB: a
 // call still on its way when the store was closed at shutdown. The package
 // does not export it, so this is that very value, taken from a DB closed

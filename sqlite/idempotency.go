@@ -40,10 +40,13 @@ func insertIdempotency(ctx context.Context, tx *txn, r *boxoffice.IdempotencyRec
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		r.UserID, r.Key, r.RequestHash, r.Outcome, r.Body, millis(r.CreatedAt), millis(r.ExpiresAt))
 	if isUniqueViolation(err) {
-		return boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with this idempotency key was already made")
+		return errKeyTaken
 	}
 	return err
 }
+
+// errKeyTaken refuses a record whose (user, key) has one already.
+var errKeyTaken = boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with this idempotency key was already made")
 
 // PurgeIdempotency deletes records that expired before now (expires_at <
 // now) and returns how many.

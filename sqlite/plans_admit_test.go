@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/boxoffice/boxoffice"
 )
@@ -33,13 +32,7 @@ func TestAdmissionStatementsProbeTheirRows(t *testing.T) {
 		}
 	}
 	check("empty")
-	e := &boxoffice.Event{ID: 1, Name: "Plans", Venue: "Hall",
-		StartsAt: time.Now().Add(48 * time.Hour), SaleOpensAt: time.Now().Add(-time.Hour),
-		SaleMode: boxoffice.SaleQueued, TicketLimit: 4, CreatedAt: time.Now(),
-		Sections: []boxoffice.Section{{Name: "A", PriceTier: "std", PriceCents: 100, Rows: 1, SeatsPerRow: 4}}}
-	if err := s.CreateEvent(t.Context(), e); err != nil {
-		t.Fatal(err)
-	}
+	e := plansEvent(t, s, boxoffice.SaleQueued)
 	analyzeAfter(t, s, 3000, func(ctx context.Context, tx *txn, i int) error {
 		status := []string{"queued", "held", "rejected", "waiting"}[i%4]
 		_, err := tx.ExecContext(ctx, `INSERT INTO queue_requests
