@@ -277,17 +277,17 @@ func checkOffer(ctx context.Context, tx *txn, b *boxoffice.Booking) error {
 	return nil
 }
 
-// inRequestOrder decodes soldJSON, a JSON array of seat ids, and orders
-// them as requested does.
-func inRequestOrder(soldJSON string, requested []string) []string {
-	var sold []string
-	if err := json.Unmarshal([]byte(soldJSON), &sold); err != nil {
+// inRequestOrder decodes seatsJSON, a JSON array of seat ids (the sold
+// ones, or the unknown ones), and orders them as requested does.
+func inRequestOrder(seatsJSON string, requested []string) []string {
+	var seats []string
+	if err := json.Unmarshal([]byte(seatsJSON), &seats); err != nil {
 		panic(err) // json_group_array writes valid JSON
 	}
-	slices.SortFunc(sold, func(a, b string) int {
+	slices.SortFunc(seats, func(a, b string) int {
 		return cmp.Compare(slices.Index(requested, a), slices.Index(requested, b))
 	})
-	return sold
+	return seats
 }
 
 // Booking returns a booking with its seats and tickets, or ENOTFOUND.
