@@ -51,6 +51,8 @@ type writeCombiner struct {
 
 	wake chan struct{} // capacity 1: the queue may have work
 	done chan struct{} // closed when the goroutine has returned
+
+	committed func() // called after each COMMIT (the checkpointer's kick)
 }
 
 // writeReq is one call of a write method, waiting for its answer.
@@ -73,14 +75,15 @@ const (
 var errClosed = errors.New("sqlite: store closed")
 
 // newWriteCombiner takes db's connection for good and starts the goroutine.
-func newWriteCombiner(ctx context.Context, db *sql.DB) (*writeCombiner, error) {
+// committed, if not nil, is called after each COMMIT and must not block.
+func newWriteCombiner(ctx context.Context, db *sql.DB, committed func()) (*writeCombiner, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	w := &writeCombiner{
 		conn: conn, stmts: &connStmts{conn: conn, stmts: make(map[string]*sql.Stmt)},
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), committed: committed,
 	}
 	go w.loop()
 	return w, nil
@@ -198,6 +201,8 @@ func (w *writeCombiner) run(batch []*writeReq) {
 			rollback()
 		} else if _, err = tx.ExecContext(ctx, `COMMIT`); err != nil {
 			rollback() // SQLite may have kept the transaction open
+		} else {
+			w.afterCommit()
 		}
 		r.answer(translate(err, "database"))
 		return
@@ -217,8 +222,15 @@ func (w *writeCombiner) run(batch []*writeReq) {
 		answerAll(live, translate(err, "database"))
 		return
 	}
+	w.afterCommit()
 	for i, r := range live {
 		r.answer(translate(errs[i], "database"))
+	}
+}
+
+func (w *writeCombiner) afterCommit() {
+	if w.committed != nil {
+		w.committed()
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 type Store struct {
 	write     *sql.DB        // one connection, the writer's
 	writer    *writeCombiner // runs every write transaction on it
+	ckpt      *checkpointer  // checkpoints the WAL off the writer's path
 	read      *sql.DB        // read-only connections
 	readStmts *stmtCache
 
@@ -63,7 +64,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// temp_store=memory keeps the writer's statement journal, which the
 	// savepoints of a batch fill, in memory: past 64 KiB SQLite would spill
 	// it to a temporary file, a write syscall per page.
-	write, err := sql.Open("sqlite", path+"?"+common+"&_pragma=temp_store(memory)")
+	// wal_autocheckpoint: the checkpointer (checkpoint.go) does the
+	// checkpoints; the writer's own is only a backstop.
+	write, err := sql.Open("sqlite", path+"?"+common+"&_pragma=temp_store(memory)"+
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walBackstop))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -75,12 +79,18 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
-	writer, err := newWriteCombiner(ctx, write)
+	ckpt, err := newCheckpointer(path)
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{write: write, writer: writer}
+	writer, err := newWriteCombiner(ctx, write, ckpt.committed)
+	if err != nil {
+		ckpt.close()
+		write.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := &Store{write: write, writer: writer, ckpt: ckpt}
 
 	// The read pool is opened after the writer has created the file and
 	// switched it to WAL (a persistent setting), so it needs no journal
@@ -106,6 +116,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 func (s *Store) Close() error {
 	s.writer.close()
 	var errs []error
+	errs = append(errs, s.ckpt.close())
 	if s.read != nil {
 		s.readStmts.close()
 		errs = append(errs, s.read.Close())
