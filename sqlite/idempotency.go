@@ -35,10 +35,21 @@ func (s *Store) PutIdempotency(ctx context.Context, r *boxoffice.IdempotencyReco
 
 // insertIdempotency writes r in tx; EIDEMINFLIGHT if (user, key) is taken.
 func insertIdempotency(ctx context.Context, tx *txn, r *boxoffice.IdempotencyRecord) error {
-	_, err := tx.ExecContext(ctx, `
-		INSERT INTO idempotency_keys (user_id, key, request_hash, outcome, body, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		r.UserID, r.Key, r.RequestHash, r.Outcome, r.Body, millis(r.CreatedAt), millis(r.ExpiresAt))
+	return insertIdempotencyRows(ctx, tx, idempotencyRow(nil, r))
+}
+
+// insertIdempotencies writes idempotency records, 7 values each.
+var insertIdempotencies = newMultiInsert(`INSERT INTO idempotency_keys (user_id, key, request_hash, outcome, body, created_at, expires_at)`, 7, 128, 32, 8, 1)
+
+// idempotencyRow appends r's row of insertIdempotencies to dst.
+func idempotencyRow(dst []any, r *boxoffice.IdempotencyRecord) []any {
+	return append(dst, r.UserID, r.Key, r.RequestHash, r.Outcome, r.Body, millis(r.CreatedAt), millis(r.ExpiresAt))
+}
+
+// insertIdempotencyRows writes rows of insertIdempotencies; a key taken
+// is errKeyTaken.
+func insertIdempotencyRows(ctx context.Context, tx *txn, rows []any) error {
+	err := insertIdempotencies.exec(ctx, tx, rows)
 	if isUniqueViolation(err) {
 		return errKeyTaken
 	}

@@ -39,12 +39,21 @@ func writeResold(ctx context.Context, tx *txn, r boxoffice.Resale, at time.Time)
 // insertOutbox writes ev in tx. An event ID already present is a bug (see
 // writeEvent).
 func insertOutbox(ctx context.Context, tx *txn, ev boxoffice.OutboxEvent) error {
-	_, err := tx.ExecContext(ctx, `
-		INSERT INTO outbox (event_id, topic, key, payload, created_at)
-		VALUES (?, ?, ?, ?, ?)`,
-		ev.ID, ev.Topic, ev.Key, string(ev.Payload), millis(ev.CreatedAt))
+	return insertOutboxRows(ctx, tx, outboxRow(nil, ev))
+}
+
+// insertOutboxes writes outbox events, 5 values each.
+var insertOutboxes = newMultiInsert(`INSERT INTO outbox (event_id, topic, key, payload, created_at)`, 5, 128, 32, 8, 1)
+
+// outboxRow appends ev's row of insertOutboxes to dst.
+func outboxRow(dst []any, ev boxoffice.OutboxEvent) []any {
+	return append(dst, ev.ID, ev.Topic, ev.Key, string(ev.Payload), millis(ev.CreatedAt))
+}
+
+func insertOutboxRows(ctx context.Context, tx *txn, rows []any) error {
+	err := insertOutboxes.exec(ctx, tx, rows)
 	if isUniqueViolation(err) {
-		return fmt.Errorf("outbox event %s written twice: %w", ev.ID, err)
+		return fmt.Errorf("an outbox event written twice: %w", err)
 	}
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -153,46 +152,10 @@ const (
 		ON CONFLICT (event_id) DO UPDATE SET admitted = excluded.admitted, waiting = excluded.waiting, opened = excluded.opened`
 )
 
-// admitInsertSQL[n] writes n requests, each the 13 values of
-// admitColumns. The rows are bound, not passed as JSON: SQLite's JSON
-// functions (json_each, then ->> per column) cost more than the rows'
-// B-tree inserts (BenchmarkAdmitMany). A few fixed sizes keep the
-// prepared statements few.
-var admitInsertSQL = func() map[int]string {
-	const admitColumns = `(id, event_id, user_id, idempotency_key, request_hash, seat_ids, best, position, prequeued, log_seq, status, enqueued_at, estimated_wait)`
-	out := map[int]string{}
-	for _, n := range admitInsertSizes {
-		values := strings.Repeat(",(?,?,?,?,?,?,?,?,?,?,?,?,?)", n)[1:]
-		out[n] = `INSERT INTO queue_requests ` + admitColumns + ` VALUES ` + values
-	}
-	return out
-}()
-
-// admitInsertSizes are the row counts of admitInsertSQL, largest first.
-var admitInsertSizes = []int{32, 8, 1}
-
-// insertAdmitted writes rows in chunks of admitInsertSizes.
-func insertAdmitted(ctx context.Context, tx *txn, rows [][13]any) error {
-	args := make([]any, 0, admitInsertSizes[0]*13)
-	for len(rows) > 0 {
-		n := 1
-		for _, size := range admitInsertSizes {
-			if len(rows) >= size {
-				n = size
-				break
-			}
-		}
-		args = args[:0]
-		for _, r := range rows[:n] {
-			args = append(args, r[:]...)
-		}
-		if _, err := tx.ExecContext(ctx, admitInsertSQL[n], args...); err != nil {
-			return err
-		}
-		rows = rows[n:]
-	}
-	return nil
-}
+// insertAdmitted writes admitted requests, each the 13 values of its
+// columns, in few statements.
+var insertAdmitted = newMultiInsert(`INSERT INTO queue_requests (id, event_id, user_id, idempotency_key, request_hash,
+	seat_ids, best, position, prequeued, log_seq, status, enqueued_at, estimated_wait)`, 13, 32, 8, 1)
 
 // queueCounters is a queue_events row as a batch changes it.
 type queueCounters struct {
@@ -280,7 +243,7 @@ func admitBatch(ctx context.Context, tx *txn, as []boxoffice.Admission, encoded 
 	}
 
 	out := make([]boxoffice.Admitted, len(as))
-	var insert [][13]any
+	var insert []any // the rows of insertAdmitted
 	for i, a := range as {
 		r := a.Request
 		uk, eu := userKey{r.UserID, r.IdempotencyKey}, eventUser{r.EventID, r.UserID}
@@ -323,8 +286,8 @@ func admitBatch(ctx context.Context, tx *txn, as []boxoffice.Admission, encoded 
 		if row.EstimatedWait != nil {
 			wait = *row.EstimatedWait
 		}
-		insert = append(insert, [13]any{int64(row.ID), int64(row.EventID), row.UserID, row.IdempotencyKey, row.RequestHash,
-			seats, best, row.Position, status == boxoffice.QueueWaiting, logSeq, string(status), millis(row.EnqueuedAt), wait})
+		insert = append(insert, int64(row.ID), int64(row.EventID), row.UserID, row.IdempotencyKey, row.RequestHash,
+			seats, best, row.Position, status == boxoffice.QueueWaiting, logSeq, string(status), millis(row.EnqueuedAt), wait)
 		e := &boxoffice.QueueEntry{Request: &row, Status: status}
 		out[i].Entry = e
 		byKey[uk] = e
@@ -333,7 +296,7 @@ func admitBatch(ctx context.Context, tx *txn, as []boxoffice.Admission, encoded 
 	if len(insert) == 0 {
 		return out, nil
 	}
-	if err := insertAdmitted(ctx, tx, insert); err != nil {
+	if err := insertAdmitted.exec(ctx, tx, insert); err != nil {
 		return nil, err
 	}
 	for _, id := range events {
