@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -282,7 +283,11 @@ func (w *bookingWrites) write(ctx context.Context, tx *txn) error {
 	if err := insertBookingSeats.exec(ctx, tx, w.seats); err != nil {
 		return err
 	}
-	return insertOutboxRows(ctx, tx, w.outbox)
+	err := insertOutboxes.exec(ctx, tx, w.outbox)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("an outbox event of these bookings written twice: %w", err)
+	}
+	return err
 }
 
 // overlay is what the bookings taken so far add to checkBooking's reads

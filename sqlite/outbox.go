@@ -39,7 +39,11 @@ func writeResold(ctx context.Context, tx *txn, r boxoffice.Resale, at time.Time)
 // insertOutbox writes ev in tx. An event ID already present is a bug (see
 // writeEvent).
 func insertOutbox(ctx context.Context, tx *txn, ev boxoffice.OutboxEvent) error {
-	return insertOutboxRows(ctx, tx, outboxRow(nil, ev))
+	err := insertOutboxes.exec(ctx, tx, outboxRow(nil, ev))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("outbox event %s written twice: %w", ev.ID, err)
+	}
+	return err
 }
 
 // insertOutboxes writes outbox events, 5 values each.
@@ -48,14 +52,6 @@ var insertOutboxes = newMultiInsert(`INSERT INTO outbox (event_id, topic, key, p
 // outboxRow appends ev's row of insertOutboxes to dst.
 func outboxRow(dst []any, ev boxoffice.OutboxEvent) []any {
 	return append(dst, ev.ID, ev.Topic, ev.Key, string(ev.Payload), millis(ev.CreatedAt))
-}
-
-func insertOutboxRows(ctx context.Context, tx *txn, rows []any) error {
-	err := insertOutboxes.exec(ctx, tx, rows)
-	if isUniqueViolation(err) {
-		return fmt.Errorf("an outbox event written twice: %w", err)
-	}
-	return err
 }
 
 // PendingOutbox returns up to limit unpublished events, in seq order. It
