@@ -43,10 +43,7 @@ func newCheckpointer(path string) (*checkpointer, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
+	oneConnection(db)
 	c := &checkpointer{db: db, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.loop()
 	return c, nil
@@ -62,20 +59,16 @@ func (c *checkpointer) committed() {
 
 func (c *checkpointer) loop() {
 	defer close(c.done)
-	t := time.NewTimer(0)
-	<-t.C
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-c.kick:
 		}
-		t.Reset(checkpointEvery)
 		select {
 		case <-c.stop:
-			t.Stop()
 			return
-		case <-t.C:
+		case <-time.After(checkpointEvery):
 		}
 		// A failure (an I/O error, a full disk) leaves the frames in the
 		// WAL, where the commits are durable anyway; the next kick tries

@@ -71,10 +71,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
+	oneConnection(write)
 	if err := migrate(ctx, write); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
@@ -109,6 +106,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// oneConnection makes db a pool of one connection, kept for good: the
+// writer's, and the checkpointer's.
+func oneConnection(db *sql.DB) {
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
 }
 
 // Close lets the writes already queued finish, refuses new ones
