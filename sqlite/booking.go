@@ -51,18 +51,18 @@ func (s *Store) CreateBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 // every page the booking touched into its statement journal, in memory
 // freshly allocated and given back to the system at each release: about
 // half of the batch's time, and of the writer's in a sale. The winners are
-// written together once all are checked (bookingWrites), the later
+// written together once all are checked (batchWinners), the later
 // bookings' checks seeing the earlier winners through its overlay.
 func (s *Store) CreateBookings(ctx context.Context, nbs []boxoffice.NewBooking) ([]error, error) {
 	errs := make([]error, len(nbs))
 	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		clear(errs)
-		var winners bookingWrites
+		winners := newBatchWinners()
 		for i, nb := range nbs {
 			if errs[i] = nb.ValidateForBatch(); errs[i] != nil {
 				continue
 			}
-			if errs[i] = checkBooking(ctx, tx, nb, &winners); errs[i] != nil {
+			if errs[i] = checkBooking(ctx, tx, nb, winners); errs[i] != nil {
 				if !refusal(errs[i]) {
 					return errs[i] // the database failed: the whole batch fails
 				}
@@ -134,7 +134,7 @@ const checkBookingSQL = `
 // boxoffice.BookingStore), before anything of it is written; nil: the
 // writes of writeBooking will succeed, unless the database fails. earlier,
 // if not nil, holds the batch's winners before nb, not written yet.
-func checkBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking, earlier *bookingWrites) error {
+func checkBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking, earlier *batchWinners) error {
 	b := nb.Booking
 	var keyUser, key any // NULL: no key, nothing taken
 	if r := nb.Idempotency; r != nil {
@@ -188,7 +188,7 @@ func checkBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking, earlier
 // record, the booking, its seats, the outbox event and its waitlist
 // entry's offer.
 func writeBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error {
-	var w bookingWrites
+	var w bookingRows
 	if err := w.add(nb); err != nil {
 		return err
 	}
@@ -208,31 +208,13 @@ func writeBooking(ctx context.Context, tx *txn, nb boxoffice.NewBooking) error {
 	return nil
 }
 
-// bookingWrites gathers the rows of bookings checkBooking let through,
-// to write them together: a batch's winners cost a few multi-row INSERTs
-// per table, not four statements or more each (the writer's time in a
-// batch's writes fell by a fifth: a statement's fixed cost in database/sql
-// and the driver is paid per chunk, not per row). Until
-// written they are not in the tables, so it also answers what checkBooking
-// must add for the bookings after them in the batch: their keys, ids and
-// live seats (bookingWrites.overlay).
-type bookingWrites struct {
+// bookingRows gathers the rows of bookings checkBooking let through, to
+// write them together: a batch's winners cost a few multi-row INSERTs per
+// table, not four statements or more each (the writer's time in a batch's
+// writes fell by a fifth: a statement's fixed cost in database/sql and the
+// driver is paid per chunk, not per row).
+type bookingRows struct {
 	idem, bookings, seats, outbox []any // the rows' values, row after row
-
-	keys map[[2]string]bool
-	ids  map[boxoffice.ID]bool
-	live map[bookingUser][]heldSeats
-}
-
-type bookingUser struct {
-	event boxoffice.ID
-	user  string
-}
-
-// heldSeats is a pending booking's seat count and the end of its hold.
-type heldSeats struct {
-	until int64 // ms
-	n     int
 }
 
 var (
@@ -244,7 +226,7 @@ var (
 // add takes nb's rows, written as pending whatever its status says. The
 // outbox event reports the booking as stored: pending, its times truncated
 // to the millisecond.
-func (w *bookingWrites) add(nb boxoffice.NewBooking) error {
+func (w *bookingRows) add(nb boxoffice.NewBooking) error {
 	b := nb.Booking
 	held := *b
 	held.Status, held.HeldUntil = boxoffice.BookingPending, fromMillis(millis(b.HeldUntil))
@@ -252,12 +234,8 @@ func (w *bookingWrites) add(nb boxoffice.NewBooking) error {
 	if err != nil {
 		return err
 	}
-	if w.ids == nil {
-		w.keys, w.ids, w.live = map[[2]string]bool{}, map[boxoffice.ID]bool{}, map[bookingUser][]heldSeats{}
-	}
 	if r := nb.Idempotency; r != nil {
 		w.idem = idempotencyRow(w.idem, r)
-		w.keys[[2]string{r.UserID, r.Key}] = true
 	}
 	w.bookings = append(w.bookings, b.ID, b.EventID, b.UserID, string(boxoffice.BookingPending), b.Fence, b.AmountCents,
 		millis(b.HeldUntil), millis(b.CreatedAt), millis(b.UpdatedAt), orNull(b.ListingID), orNull(b.WaitlistEntryID))
@@ -265,15 +243,12 @@ func (w *bookingWrites) add(nb boxoffice.NewBooking) error {
 		w.seats = append(w.seats, b.ID, i, b.EventID, seat)
 	}
 	w.outbox = outboxRow(w.outbox, ev)
-	w.ids[b.ID] = true
-	u := bookingUser{b.EventID, b.UserID}
-	w.live[u] = append(w.live[u], heldSeats{until: millis(b.HeldUntil), n: len(b.SeatIDs)})
 	return nil
 }
 
 // write writes the rows taken; the bookings before their seats, which
 // refer to them.
-func (w *bookingWrites) write(ctx context.Context, tx *txn) error {
+func (w *bookingRows) write(ctx context.Context, tx *txn) error {
 	if err := insertIdempotencyRows(ctx, tx, w.idem); err != nil {
 		return err
 	}
@@ -290,11 +265,52 @@ func (w *bookingWrites) write(ctx context.Context, tx *txn) error {
 	return err
 }
 
-// overlay is what the bookings taken so far add to checkBooking's reads
+// batchWinners are the rows of a batch's winners so far, and what
+// checkBooking must add for the bookings after them, since those rows are
+// not in the tables yet: their keys, ids and live seats (overlay).
+type batchWinners struct {
+	bookingRows
+	keys map[[2]string]bool
+	ids  map[boxoffice.ID]bool
+	live map[bookingUser][]heldSeats
+}
+
+type bookingUser struct {
+	event boxoffice.ID
+	user  string
+}
+
+// heldSeats is a pending booking's seat count and the end of its hold.
+type heldSeats struct {
+	until int64 // ms
+	n     int
+}
+
+func newBatchWinners() *batchWinners {
+	return &batchWinners{keys: map[[2]string]bool{}, ids: map[boxoffice.ID]bool{}, live: map[bookingUser][]heldSeats{}}
+}
+
+// add takes nb's rows and what the later bookings' checks must see of it.
+func (w *batchWinners) add(nb boxoffice.NewBooking) error {
+	if err := w.bookingRows.add(nb); err != nil {
+		return err
+	}
+	b := nb.Booking
+	if r := nb.Idempotency; r != nil {
+		w.keys[[2]string{r.UserID, r.Key}] = true
+	}
+	w.ids[b.ID] = true
+	u := bookingUser{b.EventID, b.UserID}
+	w.live[u] = append(w.live[u], heldSeats{until: millis(b.HeldUntil), n: len(b.SeatIDs)})
+	return nil
+}
+
+// overlay is what the winners taken so far add to checkBooking's reads
 // for b: whether its key or id is one of theirs, and how many of its
-// user's seats for its event they hold past b's creation (the limit).
-func (w *bookingWrites) overlay(b *boxoffice.Booking, keyUser, key any) (keyTaken, idTaken bool, seats int) {
-	if w == nil || w.ids == nil {
+// user's seats for its event they hold past b's creation (the limit). A
+// nil w (a booking alone) adds nothing.
+func (w *batchWinners) overlay(b *boxoffice.Booking, keyUser, key any) (keyTaken, idTaken bool, seats int) {
+	if w == nil {
 		return false, false, 0
 	}
 	if u, ok := keyUser.(string); ok {
