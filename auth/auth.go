@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,7 @@ type Authenticator struct {
 	secret []byte
 	now    func() time.Time
 	opts   Options
+	parser *jwt.Parser // built from opts once: Verify runs on every request
 }
 
 // Options are what a token must say besides its signature and expiry,
@@ -54,6 +56,24 @@ func (a *Authenticator) Require(o Options) {
 		o.MaxLifetime = DefaultMaxLifetime
 	}
 	a.opts = o
+	a.parser = a.newParser()
+}
+
+func (a *Authenticator) newParser() *jwt.Parser {
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(), // an iat in the future is refused
+		jwt.WithTimeFunc(a.now),
+		jwt.WithLeeway(5 * time.Second),
+	}
+	if a.opts.Audience != "" {
+		opts = append(opts, jwt.WithAudience(a.opts.Audience))
+	}
+	if a.opts.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(a.opts.Issuer))
+	}
+	return jwt.NewParser(opts...)
 }
 
 // New returns an Authenticator. now nil means time.Now.
@@ -64,7 +84,9 @@ func New(secret []byte, now func() time.Time) (*Authenticator, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Authenticator{secret: secret, now: now, opts: Options{MaxLifetime: DefaultMaxLifetime}}, nil
+	a := &Authenticator{secret: secret, now: now, opts: Options{MaxLifetime: DefaultMaxLifetime}}
+	a.parser = a.newParser()
+	return a, nil
 }
 
 type claims struct {
@@ -73,6 +95,37 @@ type claims struct {
 	Events []string `json:"events,omitempty"`
 	jwt.RegisteredClaims
 }
+
+// verified is what Verify reads of a token: claims' fields, with the dates
+// as plain JSON numbers (RFC 7519's NumericDate). jwt.NumericDate decodes
+// each date with a json.Unmarshal of its own, a sizeable part of a token
+// check that every request pays.
+type verified struct {
+	Role     string           `json:"role"`
+	Events   []string         `json:"events"`
+	Subject  string           `json:"sub"`
+	Issuer   string           `json:"iss"`
+	Audience jwt.ClaimStrings `json:"aud"`
+	Expires  *float64         `json:"exp"`
+	Issued   *float64         `json:"iat"`
+	NotYet   *float64         `json:"nbf"`
+}
+
+// date is seconds since the epoch as jwt.NumericDate reads them.
+func date(secs *float64) *jwt.NumericDate {
+	if secs == nil {
+		return nil
+	}
+	whole, frac := math.Modf(*secs)
+	return jwt.NewNumericDate(time.Unix(int64(whole), int64(frac*1e9)))
+}
+
+func (v *verified) GetExpirationTime() (*jwt.NumericDate, error) { return date(v.Expires), nil }
+func (v *verified) GetIssuedAt() (*jwt.NumericDate, error)       { return date(v.Issued), nil }
+func (v *verified) GetNotBefore() (*jwt.NumericDate, error)      { return date(v.NotYet), nil }
+func (v *verified) GetIssuer() (string, error)                   { return v.Issuer, nil }
+func (v *verified) GetSubject() (string, error)                  { return v.Subject, nil }
+func (v *verified) GetAudience() (jwt.ClaimStrings, error)       { return v.Audience, nil }
 
 // Issue signs a token for sub with role, valid for ttl.
 func (a *Authenticator) Issue(sub, role string, ttl time.Duration) (string, error) {
@@ -107,21 +160,8 @@ func (a *Authenticator) IssueScoped(sub, role string, ttl time.Duration, events 
 // Verify checks a token's signature, algorithm and expiry and returns the
 // user it names. Any failure is an EUNAUTHORIZED *boxoffice.Error.
 func (a *Authenticator) Verify(token string) (boxoffice.User, error) {
-	var c claims
-	opts := []jwt.ParserOption{
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(),
-		jwt.WithIssuedAt(), // an iat in the future is refused
-		jwt.WithTimeFunc(a.now),
-		jwt.WithLeeway(5 * time.Second),
-	}
-	if a.opts.Audience != "" {
-		opts = append(opts, jwt.WithAudience(a.opts.Audience))
-	}
-	if a.opts.Issuer != "" {
-		opts = append(opts, jwt.WithIssuer(a.opts.Issuer))
-	}
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.secret, nil }, opts...)
+	var c verified
+	_, err := a.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.secret, nil })
 	if err != nil {
 		msg := "invalid token"
 		switch {
@@ -139,14 +179,15 @@ func (a *Authenticator) Verify(token string) (boxoffice.User, error) {
 	if c.Subject == "" || len(c.Subject) > 128 {
 		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token has no valid sub")
 	}
+	expires := date(c.Expires).Time // required by the parser
 	from := a.now()
-	if c.IssuedAt != nil {
-		from = c.IssuedAt.Time
+	if c.Issued != nil {
+		from = date(c.Issued).Time
 	}
-	if c.ExpiresAt.Sub(from) > a.opts.MaxLifetime+5*time.Second {
+	if expires.Sub(from) > a.opts.MaxLifetime+5*time.Second {
 		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token lives longer than %s", a.opts.MaxLifetime)
 	}
-	u := boxoffice.User{ID: c.Subject, Role: c.Role, Expires: c.ExpiresAt.Time}
+	u := boxoffice.User{ID: c.Subject, Role: c.Role, Expires: expires}
 	for _, e := range c.Events {
 		id, err := boxoffice.ParseID(e)
 		if err != nil {

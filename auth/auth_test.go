@@ -120,6 +120,10 @@ func TestTokenClaims(t *testing.T) {
 		"OtherIssuer":       func(c jwt.MapClaims) { c["iss"] = "someone" },
 		"NoAudience":        func(c jwt.MapClaims) { delete(c, "aud") },
 		"BadEvents":         func(c jwt.MapClaims) { c["events"] = []string{"seven"} },
+		"NotYetValid":       func(c jwt.MapClaims) { c["nbf"] = now.Add(time.Hour).Unix() },
+		"ExpiredFraction":   func(c jwt.MapClaims) { c["exp"] = float64(now.Add(-time.Minute).Unix()) + 0.5 },
+		"ExpNotANumber":     func(c jwt.MapClaims) { c["exp"] = "2000000000" },
+		"IatNotANumber":     func(c jwt.MapClaims) { c["iat"] = "1800000000" },
 	} {
 		c := base()
 		mod(c)
@@ -129,5 +133,24 @@ func TestTokenClaims(t *testing.T) {
 	}
 	if _, err := a.Verify(sign(base())); err != nil {
 		t.Errorf("a good token: %v", err)
+	}
+	// Dates are JSON numbers, fractions allowed (RFC 7519's NumericDate).
+	c := base()
+	c["exp"], c["iat"], c["nbf"] = float64(now.Add(time.Hour).Unix())+0.75, float64(now.Unix())-0.25, now.Unix()-1
+	if u, err := a.Verify(sign(c)); err != nil || !u.Expires.Equal(now.Add(time.Hour)) {
+		t.Errorf("fractional dates: %+v %v, want expiry %s", u, err, now.Add(time.Hour))
+	}
+}
+
+// BenchmarkVerify is one request's token check (every authenticated call
+// pays it).
+func BenchmarkVerify(b *testing.B) {
+	a, _ := New(secret, nil)
+	tok, _ := a.Issue("bench-user-123456", "", time.Hour)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Verify(tok); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
