@@ -34,11 +34,9 @@ import (
 func (s *Store) CreateBookings(ctx context.Context, nbs []boxoffice.NewBooking) (errs []error, err error) {
 	errs = make([]error, len(nbs))
 	for attempt := 0; ; attempt++ {
-		sent := false // the transaction reached its commit
-		err = s.transact(ctx, func(tx pgx.Tx) error {
-			err := createBookings(ctx, tx, nbs, errs)
-			sent = err == nil
-			return err
+		var sent bool // the transaction reached its commit
+		sent, err = s.transactBatches(ctx, func(send sendFunc) (*pgx.Batch, error) {
+			return createBookings(send, nbs, errs)
 		})
 		if attempt == maxBatchAttempts-1 || ctx.Err() != nil {
 			break
@@ -148,7 +146,9 @@ const (
 		    SELECT 1 AS one FROM seats st WHERE st.event_id = x.e AND st.seat_id = x.s LIMIT 1) seat ON true`
 )
 
-func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, errs []error) error {
+// createBookings decides the batch's bookings in errs, from reads sent
+// with send, and returns the winners' writes (nil for none).
+func createBookings(send sendFunc, nbs []boxoffice.NewBooking, errs []error) (*pgx.Batch, error) {
 	clear(errs) // a retried transaction decides afresh
 	// What the reads are asked: the distinct (event, user) pairs in lock
 	// order, every key, every id, every seat.
@@ -179,7 +179,7 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 		}
 	}
 	if len(pairs) == 0 {
-		return nil
+		return nil, nil
 	}
 	slices.SortFunc(pairs, cmpEventUser)
 	pairs = slices.Compact(pairs)
@@ -217,31 +217,31 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 	reads.Queue(knownKeysSQL, keyUsers, keys)
 	reads.Queue(knownBookingsSQL, ids, idEvents)
 	reads.Queue(seatFactsSQL, seatEvents, seatIDs)
-	br := tx.SendBatch(ctx, reads)
+	br := send(reads)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		return err
+		return nil, err
 	}
 	known := map[int64]bool{} // events with a row: the event exists
 	var ord, count, event int64
 	rows, err := br.Query()
 	if _, err = forEach(rows, err, []any{&event}, func() { known[event] = true }); err != nil {
-		return err
+		return nil, err
 	}
 	counts := make([]int64, len(countEvents))
 	rows, err = br.Query()
 	if _, err = forEach(rows, err, []any{&ord, &count}, func() { counts[ord-1] = count }); err != nil {
-		return err
+		return nil, err
 	}
 	keyTaken := make([]bool, len(keys))
 	rows, err = br.Query()
 	if _, err = forEach(rows, err, []any{&ord}, func() { keyTaken[ord-1] = true }); err != nil {
-		return err
+		return nil, err
 	}
 	idTaken := map[int64]bool{}
 	rows, err = br.Query()
 	if _, err = forEach(rows, err, []any{&ord}, func() { idTaken[ids[ord-1]] = true }); err != nil {
-		return err
+		return nil, err
 	}
 	var sold, exists bool
 	seatSold, seatKnown := make([]bool, len(seatIDs)), make([]bool, len(seatIDs))
@@ -249,10 +249,10 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 	if _, err = forEach(rows, err, []any{&ord, &sold, &exists}, func() {
 		seatSold[ord-1], seatKnown[ord-1] = sold, exists
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	if err := br.Close(); err != nil {
-		return err
+		return nil, err
 	}
 
 	// The decisions, in CreateBooking's order of checks, each booking
@@ -312,19 +312,13 @@ func createBookings(ctx context.Context, tx pgx.Tx, nbs []boxoffice.NewBooking, 
 			usedKeys[k] = true
 		}
 		if err := w.add(nb); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if w.n == 0 {
-		return nil
+		return nil, nil
 	}
-	if err := w.send(ctx, tx); err != nil {
-		if pgCode(err) == codeUniqueViolation {
-			return errBatchRace
-		}
-		return err
-	}
-	return nil
+	return w.batch(), nil
 }
 
 // batchWrites gathers the winners' rows as columns, for one multi-row
@@ -378,8 +372,8 @@ func (w *batchWrites) add(nb boxoffice.NewBooking) error {
 	return nil
 }
 
-// send inserts the winners, one statement per table, in one round trip.
-func (w *batchWrites) send(ctx context.Context, tx pgx.Tx) error {
+// batch inserts the winners, one statement per table.
+func (w *batchWrites) batch() *pgx.Batch {
 	batch := &pgx.Batch{}
 	batch.Queue(`
 		INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
@@ -403,7 +397,7 @@ func (w *batchWrites) send(ctx context.Context, tx pgx.Tx) error {
 		SELECT x.i, x.t, x.k, x.p::json, x.c
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS x(i, t, k, p, c)`,
 		w.evIDs, w.evTopics, w.evKeys, w.evPayloads, w.evCreated)
-	return tx.SendBatch(ctx, batch).Close()
+	return batch
 }
 
 func forEach(rows pgx.Rows, err error, scans []any, fn func()) (int, error) {

@@ -87,11 +87,12 @@ func (s *Store) confirmBookings(ctx context.Context, cs []boxoffice.ConfirmBooki
 		var err error
 		for attempt := 0; ; attempt++ {
 			var decided []confirmed
-			err = s.transact(ctx, func(tx pgx.Tx) error {
+			_, err = s.transactBatches(ctx, func(send sendFunc) (*pgx.Batch, error) {
 				clear(alone)
+				var writes *pgx.Batch
 				var err error
-				decided, err = confirmBatch(ctx, tx, cs, alone)
-				return err
+				decided, writes, err = confirmBatch(send, cs, alone)
+				return writes, err
 			})
 			if err == nil {
 				copy(out, decided)
@@ -116,10 +117,10 @@ func (s *Store) confirmBookings(ctx context.Context, cs []boxoffice.ConfirmBooki
 	return out, nil
 }
 
-// confirmBatch decides the confirms of cs in tx: decided[i] is c[i]'s
-// answer unless alone[i], which it sets for those it leaves to the single
-// path.
-func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking, alone []bool) (decided []confirmed, err error) {
+// confirmBatch decides the confirms of cs from reads sent with send:
+// decided[i] is c[i]'s answer unless alone[i], which it sets for those it
+// leaves to the single path. writes writes the winners (nil for none).
+func confirmBatch(send sendFunc, cs []boxoffice.ConfirmBooking, alone []bool) (decided []confirmed, writes *pgx.Batch, err error) {
 	decided = make([]confirmed, len(cs))
 	// The lock order: by event, then booking. A booking asked twice is
 	// locked once; its later calls run alone.
@@ -160,45 +161,45 @@ func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking,
 	reads.Queue(fencingManySQL, fEvents, fSeats, fBookings, fNows, fFences, fOrds)
 	reads.Queue(seatFactsSQL, fEvents, fSeats)
 	reads.Queue(knownKeysSQL, keyUsers, keys)
-	br := tx.SendBatch(ctx, reads)
+	br := send(reads)
 	defer br.Close()
 
 	booking := make([]*boxoffice.Booking, len(cs))
 	rows, err := br.Query()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var ord int64
 	for rows.Next() {
 		b, err := scanBooking(ordinalRow{rows, &ord})
 		if err != nil {
 			rows.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		booking[lockOf[ord-1]] = b
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lost := make([][]string, len(cs))
 	var seat string
 	rows, err = br.Query()
 	if _, err = forEach(rows, err, []any{&ord, &seat}, func() { lost[ord] = append(lost[ord], seat) }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sold := make([]bool, len(fSeats)) // by ticket row, as asked
 	var isSold, exists bool
 	rows, err = br.Query()
 	if _, err = forEach(rows, err, []any{&ord, &isSold, &exists}, func() { sold[ord-1] = isSold }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keyTaken := make([]bool, len(cs))
 	rows, err = br.Query()
 	if _, err = forEach(rows, err, []any{&ord}, func() { keyTaken[keyOf[ord-1]] = true }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := br.Close(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	soldOf := make([][]string, len(cs))
 	for k, ok := range sold {
@@ -246,17 +247,11 @@ func confirmBatch(ctx context.Context, tx pgx.Tx, cs []boxoffice.ConfirmBooking,
 			usedKeys[k] = true
 		}
 		if err := w.add(c, b, plan); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		decided[i].b = b
 	}
-	if err := w.send(ctx, tx); err != nil {
-		if pgCode(err) == codeUniqueViolation {
-			return nil, errBatchRace
-		}
-		return nil, err
-	}
-	return decided, nil
+	return decided, w.writes(), nil
 }
 
 // ordinalRow scans a row of (ordinal, the columns scanBooking reads).
@@ -304,9 +299,9 @@ func (w *confirmWrites) add(c boxoffice.ConfirmBooking, b *boxoffice.Booking, pl
 	return nil
 }
 
-// send writes the winners in one round trip: the tickets first, so that a
+// writes writes the winners (nil for none): the tickets first, so that a
 // seat sold meanwhile fails the batch before anything else is written.
-func (w *confirmWrites) send(ctx context.Context, tx pgx.Tx) error {
+func (w *confirmWrites) writes() *pgx.Batch {
 	if w.n == 0 {
 		return nil
 	}
@@ -324,5 +319,5 @@ func (w *confirmWrites) send(ctx context.Context, tx pgx.Tx) error {
 	batch.Queue(insertTicketsSQL, ids, events, bookings, seats, users, codes, at)
 	batch.Queue(insertPaymentsSQL, w.payEvents, w.payBookings, w.payAuths, w.payAmounts, w.payAt)
 	batch.QueuedQueries = append(batch.QueuedQueries, w.batch.QueuedQueries...)
-	return tx.SendBatch(ctx, batch).Close()
+	return batch
 }

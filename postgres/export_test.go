@@ -68,3 +68,9 @@ func (s *Store) ConfirmBookings(ctx context.Context, cs []boxoffice.ConfirmBooki
 	}
 	return bs, errs, nil
 }
+
+// Pipelined runs fn as a transaction of batches (transactBatches' one
+// attempt).
+func (s *Store) Pipelined(ctx context.Context, fn func(send func(*pgx.Batch) pgx.BatchResults) (*pgx.Batch, error)) (committing bool, err error) {
+	return s.pipelined(ctx, func(send sendFunc) (*pgx.Batch, error) { return fn(send) })
+}
