@@ -333,14 +333,8 @@ type batchWrites struct {
 	seatBookings, seatEvents []int64
 	seatPositions            []int32
 	seatIDs                  []string
-	// idempotency_keys
-	keyUsers, keys, hashes []string
-	outcomes               []string
-	bodies                 [][]byte
-	keyCreated, keyExpires []time.Time
-	// outbox
-	evIDs, evTopics, evKeys, evPayloads []string
-	evCreated                           []time.Time
+	keys                     idempotencyRows
+	outbox                   outboxRows
 }
 
 func (w *batchWrites) add(nb boxoffice.NewBooking) error {
@@ -348,8 +342,7 @@ func (w *batchWrites) add(nb boxoffice.NewBooking) error {
 	held := *b
 	held.Status, held.HeldUntil = boxoffice.BookingPending, ts(b.HeldUntil)
 	now := ts(b.CreatedAt)
-	ev, err := boxoffice.NewBookingEvent(boxoffice.TopicBookingHeld, &held, now)
-	if err != nil {
+	if err := w.outbox.add(boxoffice.TopicBookingHeld, &held, now); err != nil {
 		return err
 	}
 	w.n++
@@ -363,12 +356,8 @@ func (w *batchWrites) add(nb boxoffice.NewBooking) error {
 		w.seatPositions, w.seatIDs = append(w.seatPositions, int32(pos)), append(w.seatIDs, seat)
 	}
 	if r := nb.Idempotency; r != nil {
-		w.keyUsers, w.keys, w.hashes = append(w.keyUsers, r.UserID), append(w.keys, r.Key), append(w.hashes, r.RequestHash)
-		w.outcomes, w.bodies = append(w.outcomes, string(r.Outcome)), append(w.bodies, r.Body)
-		w.keyCreated, w.keyExpires = append(w.keyCreated, ts(r.CreatedAt)), append(w.keyExpires, ts(r.ExpiresAt))
+		w.keys.add(r)
 	}
-	w.evIDs, w.evTopics, w.evKeys = append(w.evIDs, ev.ID), append(w.evTopics, ev.Topic), append(w.evKeys, ev.Key)
-	w.evPayloads, w.evCreated = append(w.evPayloads, string(ev.Payload)), append(w.evCreated, ts(ev.CreatedAt))
 	return nil
 }
 
@@ -385,18 +374,8 @@ func (w *batchWrites) batch() *pgx.Batch {
 		INSERT INTO booking_seats (booking_id, position, event_id, seat_id)
 		SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[])`,
 		w.seatBookings, w.seatPositions, w.seatEvents, w.seatIDs)
-	if len(w.keys) > 0 {
-		batch.Queue(`
-			INSERT INTO idempotency_keys (user_id, key, request_hash, outcome, body, created_at, expires_at)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[],
-			                     $6::timestamptz[], $7::timestamptz[])`,
-			w.keyUsers, w.keys, w.hashes, w.outcomes, w.bodies, w.keyCreated, w.keyExpires)
-	}
-	batch.Queue(`
-		INSERT INTO outbox (event_id, topic, key, payload, created_at)
-		SELECT x.i, x.t, x.k, x.p::json, x.c
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS x(i, t, k, p, c)`,
-		w.evIDs, w.evTopics, w.evKeys, w.evPayloads, w.evCreated)
+	w.keys.queue(batch)
+	w.outbox.queue(batch)
 	return batch
 }
 

@@ -273,8 +273,13 @@ type confirmWrites struct {
 	payEvents, payBookings, payAmounts []int64
 	payAuths                           []string
 	payAt                              []time.Time
-	batch                              pgx.Batch
-	n                                  int
+	// the bookings' updates: one statement each (one for all, an UPDATE
+	// joined with unnest, became a scan of every booking under a generic
+	// plan)
+	updates pgx.Batch
+	outbox  outboxRows
+	keys    idempotencyRows
+	n       int
 }
 
 // add writes b confirmed by c as plan says; b becomes the booking as
@@ -285,14 +290,14 @@ func (w *confirmWrites) add(c boxoffice.ConfirmBooking, b *boxoffice.Booking, pl
 	w.payEvents, w.payBookings, w.payAmounts = append(w.payEvents, int64(b.EventID)), append(w.payBookings, int64(b.ID)), append(w.payAmounts, p.AmountCents)
 	w.payAuths, w.payAt = append(w.payAuths, p.AuthID), append(w.payAt, ts(p.CreatedAt))
 	w.tickets = append(w.tickets, plan.Tickets...)
-	w.batch.Queue(confirmBookingSQL, int64(b.ID), c.Code, p.AuthID, now, int64(b.EventID))
+	w.updates.Queue(confirmBookingSQL, int64(b.ID), c.Code, p.AuthID, now, int64(b.EventID))
 	b.Status = boxoffice.BookingConfirmed
 	b.ConfirmationCode, b.PaymentAuthID, b.UpdatedAt = c.Code, p.AuthID, now
-	if err := queueEvent(&w.batch, boxoffice.TopicBookingConfirmed, b, now); err != nil {
+	if err := w.outbox.add(boxoffice.TopicBookingConfirmed, b, now); err != nil {
 		return err
 	}
 	if c.Idempotency != nil {
-		queueIdempotency(&w.batch, c.Idempotency)
+		w.keys.add(c.Idempotency)
 	}
 	b.Tickets = inSeatOrder(slices.Clone(plan.Tickets), b.SeatIDs)
 	w.n++
@@ -318,6 +323,8 @@ func (w *confirmWrites) writes() *pgx.Batch {
 	batch := &pgx.Batch{}
 	batch.Queue(insertTicketsSQL, ids, events, bookings, seats, users, codes, at)
 	batch.Queue(insertPaymentsSQL, w.payEvents, w.payBookings, w.payAuths, w.payAmounts, w.payAt)
-	batch.QueuedQueries = append(batch.QueuedQueries, w.batch.QueuedQueries...)
+	batch.QueuedQueries = append(batch.QueuedQueries, w.updates.QueuedQueries...)
+	w.outbox.queue(batch)
+	w.keys.queue(batch)
 	return batch
 }

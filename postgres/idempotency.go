@@ -120,3 +120,29 @@ func queueIdempotency(b *pgx.Batch, r *boxoffice.IdempotencyRecord) {
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		r.UserID, r.Key, r.RequestHash, r.Outcome, r.Body, ts(r.CreatedAt), ts(r.ExpiresAt))
 }
+
+// idempotencyRows gathers records as columns, for one multi-row insert
+// (queueIdempotency for a group commit).
+type idempotencyRows struct {
+	users, keys, hashes, outcomes []string
+	bodies                        [][]byte
+	created, expires              []time.Time
+}
+
+func (r *idempotencyRows) add(rec *boxoffice.IdempotencyRecord) {
+	r.users, r.keys, r.hashes = append(r.users, rec.UserID), append(r.keys, rec.Key), append(r.hashes, rec.RequestHash)
+	r.outcomes, r.bodies = append(r.outcomes, string(rec.Outcome)), append(r.bodies, rec.Body)
+	r.created, r.expires = append(r.created, ts(rec.CreatedAt)), append(r.expires, ts(rec.ExpiresAt))
+}
+
+// queue adds the insert of the records to batch, if there are any.
+func (r *idempotencyRows) queue(batch *pgx.Batch) {
+	if len(r.keys) == 0 {
+		return
+	}
+	batch.Queue(`
+		INSERT INTO idempotency_keys (user_id, key, request_hash, outcome, body, created_at, expires_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[],
+		                     $6::timestamptz[], $7::timestamptz[])`,
+		r.users, r.keys, r.hashes, r.outcomes, r.bodies, r.created, r.expires)
+}

@@ -94,3 +94,34 @@ func (s *Store) PurgeOutbox(ctx context.Context, cutoff time.Time) (int, error) 
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+// outboxRows gathers outbox rows as columns, for one multi-row insert (a
+// group commit's events: one statement, where a row each cost the server a
+// statement's fixed cost each).
+type outboxRows struct {
+	ids, topics, keys, payloads []string
+	created                     []time.Time
+}
+
+// add is queueEvent's row.
+func (r *outboxRows) add(topic string, b *boxoffice.Booking, at time.Time) error {
+	ev, err := boxoffice.NewBookingEvent(topic, b, at)
+	if err != nil {
+		return err
+	}
+	r.ids, r.topics, r.keys = append(r.ids, ev.ID), append(r.topics, ev.Topic), append(r.keys, ev.Key)
+	r.payloads, r.created = append(r.payloads, string(ev.Payload)), append(r.created, ts(ev.CreatedAt))
+	return nil
+}
+
+// queue adds the insert of the rows to batch, if there are any.
+func (r *outboxRows) queue(batch *pgx.Batch) {
+	if len(r.ids) == 0 {
+		return
+	}
+	batch.Queue(`
+		INSERT INTO outbox (event_id, topic, key, payload, created_at)
+		SELECT x.i, x.t, x.k, x.p::json, x.c
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS x(i, t, k, p, c)`,
+		r.ids, r.topics, r.keys, r.payloads, r.created)
+}
