@@ -28,6 +28,7 @@ var (
 	KnownBookingsSQL    = knownBookingsSQL
 	SeatFactsSQL        = seatFactsSQL
 	// The confirm's reads.
+	BookingsByIDSQL       = bookingsByIDSQL
 	LockBookingSQL        = lockBookingSQL
 	LockBookingOfEventSQL = lockBookingOfEventSQL
 	FencingSQL            = fencingSQL

@@ -128,6 +128,13 @@ func hotPathsReadOnlyTheirRows(t *testing.T) (remade []string) {
 		// check over its two seats' other claims (one other hold each
 		// below) with a primary-key probe of each claimant.
 		{"confirm: lock the booking", postgres.LockBookingSQL, []any{int64(mine.ID)}, 4},
+		// Bookings read by their ids alone (Booking, group-read), with an
+		// id that has none: two rows of unnest, one probe of each month's
+		// id index per id, then the booking's index entry, its row and
+		// its two seats.
+		{"booking by id", postgres.BookingsByIDSQL, []any{[]int64{int64(mine.ID), 42}}, 6},
+		// fan-1's hold and lapsed-1's: the same for two, one seat each.
+		{"booking by id of a fresh event", postgres.BookingsByIDSQL, []any{[]int64{hold1, 3000002001}}, 8},
 		// The same with the event named: one partition's primary key.
 		{"confirm: lock the booking of its event", postgres.LockBookingOfEventSQL, []any{int64(ev.ID), int64(mine.ID)}, 4},
 		// fan-1's hold and its one seat.

@@ -45,6 +45,8 @@ type Store struct {
 	// reads concurrent Idempotency look-ups in one statement.
 	bookings    *combine.Combiner[boxoffice.NewBooking, error]
 	idempotency *combine.Combiner[idemKey, *boxoffice.IdempotencyRecord]
+	// bookingReads reads concurrent Booking calls in one statement.
+	bookingReads *combine.Combiner[boxoffice.ID, *boxoffice.Booking]
 	// confirms group-commits concurrent ConfirmBooking calls; captures
 	// marks their captures in one round trip.
 	confirms *combine.Combiner[boxoffice.ConfirmBooking, confirmed]
@@ -121,6 +123,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	// per second of 2; docs/benchmarks.md).
 	s.bookings = combine.New(s.CreateBookings, bookingWriters, 256)
 	s.idempotency = combine.New(s.idempotencies, bookingWriters, 256)
+	s.bookingReads = combine.New(s.bookingsByID, bookingWriters, 256)
 	s.confirms = combine.New(s.confirmBookings, bookingWriters, maxConfirmBatch)
 	s.captures = combine.New(s.markCaptured, bookingWriters, 256)
 	return s, nil
