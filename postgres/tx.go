@@ -101,9 +101,10 @@ type sendFunc func(b *pgx.Batch) pgx.BatchResults
 // this process to be scheduled, so the group commit of reserves (a batch's
 // reads, then its writes) uses it.
 //
-// committing is true once the COMMIT was sent: if err is then a lost
-// connection, the outcome is unknown. A failure before it leaves nothing
-// written.
+// fn must close the results of each batch it sends before it returns: the
+// connection carries one batch at a time. committing is true once the
+// COMMIT was sent: if err is then a lost connection, the outcome is
+// unknown. A failure before it leaves nothing written.
 func (s *Store) pipelined(ctx context.Context, fn func(send sendFunc) (*pgx.Batch, error)) (committing bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
