@@ -178,3 +178,28 @@ func BenchmarkOpenDraw(b *testing.B) {
 	}
 	b.ReportMetric(float64(opening.Milliseconds())/float64(b.N), "ms/open")
 }
+
+// BenchmarkCreateBookings writes batches of 64 bookings as the drain does
+// (CreateBookings, one transaction a batch); ns/op is per booking.
+func BenchmarkCreateBookings(b *testing.B) {
+	s, e, seats := benchStore(b)
+	ctx := b.Context()
+	const batch = 64
+	b.ResetTimer()
+	for i := 0; i < b.N; i += batch {
+		nbs := make([]boxoffice.NewBooking, min(batch, b.N-i))
+		for j := range nbs {
+			nbs[j] = booking(e, seats, int64(i+j+1))
+		}
+		errs, err := s.CreateBookings(ctx, nbs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "bookings/s")
+}
