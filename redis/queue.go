@@ -292,7 +292,9 @@ return out
 // count; ARGV seven per request (status, reason, message, booking,
 // held_until, finished_at, id). A request is decided only while its entry
 // is still that request's and queued: the reply has 1 for each decided
-// here, 0 for one decided before (a redelivery) or unknown.
+// here, 0 for one decided before (a redelivery) or unknown. A live count
+// that reaches zero is deleted, not kept at 0 until it expires: a sale of
+// millions of users would leave a key per user for the queue's TTL.
 const finishLua = `
 local out, served = {}, 0
 for i = 1, (#KEYS - 1) / 2 do
@@ -303,7 +305,7 @@ for i = 1, (#KEYS - 1) / 2 do
   else
     redis.call('HSET', e, 'status', ARGV[a + 1], 'reason', ARGV[a + 2], 'message', ARGV[a + 3],
       'booking', ARGV[a + 4], 'held_until', ARGV[a + 5], 'finished_at', ARGV[a + 6])
-    if tonumber(redis.call('GET', l) or '0') > 0 then redis.call('DECR', l) end
+    if tonumber(redis.call('GET', l) or '0') > 1 then redis.call('DECR', l) else redis.call('DEL', l) end
     served = served + 1
     out[i] = 1
   end

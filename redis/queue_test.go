@@ -231,6 +231,56 @@ func TestFinishOnlyItsOwnEntry(t *testing.T) {
 	}
 }
 
+// A user's live count is a key while they have requests queued and gone
+// once the last is decided, not left at 0 until the queue's TTL: a sale of
+// millions of users left millions of such keys. Two requests of one user,
+// decided one after the other; a limit of two live requests each.
+func TestLiveCountGoneWhenDecided(t *testing.T) {
+	client := dialSingle(t)
+	q := NewQueueState(client, newPrefix(t, client))
+	ctx := t.Context()
+	ev := initEvent(t, q)
+	a, b := queuetest.Request(ev, "fan"), queuetest.Request(ev, "fan")
+	for _, r := range []*boxoffice.QueuedRequest{a, b} {
+		if _, _, err := q.Admit(ctx, r, 2, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, live := q.userKeys(ev, 1, "fan", a.IdempotencyKey)
+	count := func() string {
+		t.Helper()
+		v, err := client.Do(ctx, client.B().Get().Key(live).Build()).ToString()
+		if rueidis.IsRedisNil(err) {
+			return "none"
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if got := count(); got != "2" {
+		t.Fatalf("live count after two admissions: %s, want 2", got)
+	}
+	o := boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, FinishedAt: time.Now()}
+	for i, want := range []string{"1", "none"} {
+		r := []*boxoffice.QueuedRequest{a, b}[i]
+		if first, err := q.Finish(ctx, r, o); err != nil || !first {
+			t.Fatalf("Finish: %v %v", first, err)
+		}
+		if got := count(); got != want {
+			t.Fatalf("live count after %d decided: %s, want %s", i+1, got, want)
+		}
+	}
+	// Admitted again: counted from nothing.
+	c := queuetest.Request(ev, "fan")
+	if _, _, err := q.Admit(ctx, c, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "1" {
+		t.Fatalf("live count after a new admission: %s, want 1", got)
+	}
+}
+
 // An event keeps the slots it was initialized with: a process configured
 // otherwise (a rolling change of --queue-slots) follows the recorded
 // number, so a user's requests are found where they are.

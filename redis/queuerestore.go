@@ -80,7 +80,7 @@ for i = 1, #KEYS / 2 do
     if final and not was then
       redis.call('HSET', ek, 'status', status, 'reason', ARGV[a + 6], 'message', ARGV[a + 7], 'booking', ARGV[a + 8],
         'held_until', ARGV[a + 9], 'finished_at', ARGV[a + 10])
-      if tonumber(redis.call('GET', lk) or '0') > 0 then redis.call('DECR', lk) end
+      if tonumber(redis.call('GET', lk) or '0') > 1 then redis.call('DECR', lk) else redis.call('DEL', lk) end
     end
   end
 end
