@@ -12,7 +12,8 @@ import (
 // DefaultSnapshotBytes is the bound of a Snapshots whose MaxBytes is zero.
 const DefaultSnapshotBytes = 256 << 20
 
-// Snapshots is the seat map's shared snapshot store (seatmap.Shared) in
+// Snapshots is the seat map's shared snapshot store (seatmap.Shared, and
+// seatmap.SharedStatuses for the fresh reads of statuses) in
 // process memory: for a single node, whose seat-map caches it lets share
 // one copy of each event's snapshot, and for tests, several caches in one
 // process standing for a fleet on one Redis. It keeps the semantics of
@@ -35,8 +36,15 @@ type Snapshots struct {
 	now func() time.Time
 
 	mu    sync.Mutex
-	snaps map[boxoffice.ID]snapshot
+	snaps map[valueKey]snapshot
 	size  int64 // sum of len(b) over snaps
+}
+
+// valueKey names a value: an event's snapshot, or its statuses
+// (seatmap.SharedStatuses).
+type valueKey struct {
+	event    boxoffice.ID
+	statuses bool
 }
 
 type snapshot struct {
@@ -50,28 +58,28 @@ func NewSnapshots(now func() time.Time) *Snapshots {
 	if now == nil {
 		now = time.Now
 	}
-	return &Snapshots{now: now, snaps: map[boxoffice.ID]snapshot{}}
+	return &Snapshots{now: now, snaps: map[valueKey]snapshot{}}
 }
 
-// get returns the live value of eventID, dropping an expired one. The
-// caller holds s.mu.
-func (s *Snapshots) get(eventID boxoffice.ID) ([]byte, bool) {
-	e, ok := s.snaps[eventID]
+// get returns the live value of k, dropping an expired one. The caller
+// holds s.mu.
+func (s *Snapshots) get(k valueKey) ([]byte, bool) {
+	e, ok := s.snaps[k]
 	if !ok {
 		return nil, false
 	}
 	if !s.now().Before(e.expires) {
-		s.drop(eventID)
+		s.drop(k)
 		return nil, false
 	}
 	return e.b, true
 }
 
-// drop forgets eventID's value. The caller holds s.mu.
-func (s *Snapshots) drop(eventID boxoffice.ID) {
-	if e, ok := s.snaps[eventID]; ok {
+// drop forgets k's value. The caller holds s.mu.
+func (s *Snapshots) drop(k valueKey) {
+	if e, ok := s.snaps[k]; ok {
 		s.size -= int64(len(e.b))
-		delete(s.snaps, eventID)
+		delete(s.snaps, k)
 	}
 }
 
@@ -83,7 +91,7 @@ func (s *Snapshots) PeekSnapshot(ctx context.Context, eventID boxoffice.ID, n in
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, ok := s.get(eventID)
+	b, ok := s.get(valueKey{event: eventID})
 	if !ok {
 		return nil, nil
 	}
@@ -93,13 +101,23 @@ func (s *Snapshots) PeekSnapshot(ctx context.Context, eventID boxoffice.ID, n in
 // LoadSnapshot returns (a copy of) the event's snapshot, nil when there is
 // none.
 func (s *Snapshots) LoadSnapshot(ctx context.Context, eventID boxoffice.ID) ([]byte, error) {
+	return s.load(valueKey{event: eventID}), nil
+}
+
+// LoadStatuses returns (a copy of) the event's statuses, nil when there
+// are none (seatmap.SharedStatuses).
+func (s *Snapshots) LoadStatuses(ctx context.Context, eventID boxoffice.ID) ([]byte, error) {
+	return s.load(valueKey{event: eventID, statuses: true}), nil
+}
+
+func (s *Snapshots) load(k valueKey) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, ok := s.get(eventID)
+	b, ok := s.get(k)
 	if !ok {
-		return nil, nil
+		return nil
 	}
-	return bytes.Clone(b), nil
+	return bytes.Clone(b)
 }
 
 // StoreSnapshot stores a copy of b as the event's snapshot for ttl,
@@ -107,13 +125,23 @@ func (s *Snapshots) LoadSnapshot(ctx context.Context, eventID boxoffice.ID) ([]b
 // leaves the event without a snapshot, as in Redis. A b larger than
 // MaxBytes is refused (EINVALID).
 func (s *Snapshots) StoreSnapshot(ctx context.Context, eventID boxoffice.ID, b []byte, ttl time.Duration) error {
+	return s.store(valueKey{event: eventID}, b, ttl)
+}
+
+// StoreStatuses stores a copy of b as the event's statuses for ttl, as
+// StoreSnapshot stores a snapshot (seatmap.SharedStatuses).
+func (s *Snapshots) StoreStatuses(ctx context.Context, eventID boxoffice.ID, b []byte, ttl time.Duration) error {
+	return s.store(valueKey{event: eventID, statuses: true}, b, ttl)
+}
+
+func (s *Snapshots) store(k valueKey, b []byte, ttl time.Duration) error {
 	limit := s.MaxBytes
 	if limit <= 0 {
 		limit = DefaultSnapshotBytes
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.drop(eventID)
+	s.drop(k)
 	if int64(len(b)) > limit {
 		return boxoffice.Errorf(boxoffice.EINVALID, "a seat-map snapshot of %d bytes exceeds the store's %d", len(b), limit)
 	}
@@ -130,7 +158,7 @@ func (s *Snapshots) StoreSnapshot(ctx context.Context, eventID boxoffice.ID, b [
 		// The value closest to its expiry goes first: it has the least
 		// left to serve.
 		var (
-			first   boxoffice.ID
+			first   valueKey
 			expires time.Time
 		)
 		for id, e := range s.snaps {
@@ -140,7 +168,7 @@ func (s *Snapshots) StoreSnapshot(ctx context.Context, eventID boxoffice.ID, b [
 		}
 		s.drop(first)
 	}
-	s.snaps[eventID] = snapshot{b: bytes.Clone(b), expires: now.Add(ttl)}
+	s.snaps[k] = snapshot{b: bytes.Clone(b), expires: now.Add(ttl)}
 	s.size += int64(len(b))
 	return nil
 }

@@ -11,7 +11,9 @@ import (
 // Snapshots is the seat map's shared cache (seatmap.Shared) on Redis: one
 // key per event, <prefix>seatmap:{<event>}, holding the encoded snapshot
 // with a PX expiry. Nodes read its header with GETRANGE to see whether it
-// is newer than their own copy before they fetch the whole value.
+// is newer than their own copy before they fetch the whole value. The
+// fresh reads of an event's statuses (seatmap.SharedStatuses) are another
+// key, <prefix>seatstatus:{<event>}, in the same slot.
 type Snapshots struct {
 	client rueidis.Client
 	prefix string
@@ -29,6 +31,10 @@ func NewSnapshots(client rueidis.Client, prefix string) *Snapshots {
 
 func (s *Snapshots) key(eventID boxoffice.ID) string {
 	return s.prefix + "seatmap:{" + eventID.String() + "}"
+}
+
+func (s *Snapshots) statusesKey(eventID boxoffice.ID) string {
+	return s.prefix + "seatstatus:{" + eventID.String() + "}"
 }
 
 func (s *Snapshots) call(ctx context.Context, cmd rueidis.Completed) ([]byte, error) {
@@ -67,7 +73,22 @@ func (s *Snapshots) LoadSnapshot(ctx context.Context, eventID boxoffice.ID) ([]b
 
 // StoreSnapshot stores b as the event's snapshot for ttl.
 func (s *Snapshots) StoreSnapshot(ctx context.Context, eventID boxoffice.ID, b []byte, ttl time.Duration) error {
+	return s.store(ctx, s.key(eventID), b, ttl)
+}
+
+// LoadStatuses returns the event's shared statuses, nil when there are
+// none.
+func (s *Snapshots) LoadStatuses(ctx context.Context, eventID boxoffice.ID) ([]byte, error) {
+	return s.call(ctx, s.client.B().Get().Key(s.statusesKey(eventID)).Build())
+}
+
+// StoreStatuses stores b as the event's shared statuses for ttl.
+func (s *Snapshots) StoreStatuses(ctx context.Context, eventID boxoffice.ID, b []byte, ttl time.Duration) error {
+	return s.store(ctx, s.statusesKey(eventID), b, ttl)
+}
+
+func (s *Snapshots) store(ctx context.Context, key string, b []byte, ttl time.Duration) error {
 	ms := max(int64(ttl/time.Millisecond), 1)
-	_, err := s.call(ctx, s.client.B().Set().Key(s.key(eventID)).Value(rueidis.BinaryString(b)).PxMilliseconds(ms).Build())
+	_, err := s.call(ctx, s.client.B().Set().Key(key).Value(rueidis.BinaryString(b)).PxMilliseconds(ms).Build())
 	return err
 }

@@ -117,8 +117,9 @@ type Cache struct {
 
 	maxBytes int64 // SetMaxBytes; 0: none
 
-	shared Shared           // nil: this node's cache only
-	leases boxoffice.Leases // the fleet-wide rebuild right, with shared
+	shared         Shared           // nil: this node's cache only
+	sharedStatuses SharedStatuses   // shared's, when it keeps fresh reads of statuses too
+	leases         boxoffice.Leases // the fleet-wide rebuild right, with shared
 
 	builds atomic.Int64 // snapshots built and fresh reads of statuses, for tests
 }
@@ -271,22 +272,105 @@ func (c *Cache) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.
 		if st := c.freshStatuses(eventID, maxAge); st != nil {
 			return st, nil // read while this caller waited
 		}
+		st, release := c.statusesFromShared(ctx, eventID, maxAge)
+		defer release()
+		if st != nil {
+			return st, nil
+		}
 		c.builds.Add(1)
 		r, err := c.read(ctx, eventID)
 		if err != nil {
 			return nil, err
 		}
-		c.mu.Lock()
-		if cur, _ := c.counted.Get(eventID); cur == nil || !cur.at.After(r.at) {
-			c.counted.Add(eventID, &counted{at: r.at, statuses: r.statuses})
+		c.keepStatuses(eventID, r.at, r.statuses)
+		if c.sharedStatuses != nil && !r.degraded {
+			// A failed store costs the other nodes a read of their own.
+			_ = c.sharedStatuses.StoreStatuses(ctx, eventID, encodeStatuses(eventID, r.at, r.statuses), sharedStatusesTTL)
 		}
-		c.mu.Unlock()
 		return r.statuses, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(layout.Statuses), nil
+}
+
+// keepStatuses keeps statuses read at at for the next fresh looks, unless
+// newer ones are kept.
+func (c *Cache) keepStatuses(eventID boxoffice.ID, at time.Time, st layout.Statuses) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, _ := c.counted.Get(eventID); cur == nil || !cur.at.After(at) {
+		c.counted.Add(eventID, &counted{at: at, statuses: st})
+	}
+}
+
+// Timings of the shared fresh reads of statuses.
+const (
+	// statusesLease bounds how long one node holds the right to read an
+	// event's statuses for the fleet.
+	statusesLease = 5 * time.Second
+	// statusesWait bounds how long a node waits for another's read
+	// before it reads on its own, and statusesPoll how often it looks.
+	statusesWait = 250 * time.Millisecond
+	statusesPoll = 20 * time.Millisecond
+	// sharedStatusesTTL is how long a shared read is kept; whoever loads
+	// it checks its age against their own maxAge.
+	sharedStatusesTTL = 10 * time.Second
+)
+
+// statusesFromShared returns the event's statuses as another node read
+// them at most maxAge ago, or takes the fleet-wide right to read them
+// (release lets it go). No statuses: this node reads, with the right, or
+// on its own when the shared store fails or another node's read is late.
+func (c *Cache) statusesFromShared(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) (layout.Statuses, func()) {
+	noop := func() {}
+	if c.sharedStatuses == nil {
+		return nil, noop
+	}
+	deadline := time.Now().Add(statusesWait) // real time: it paces calls to the shared store
+	for {
+		st, ok := c.loadSharedStatuses(ctx, eventID, maxAge)
+		if !ok || st != nil {
+			return st, noop
+		}
+		release, err := c.leases.TryLease(ctx, "seatstatus:"+eventID.String(), statusesLease)
+		switch {
+		case err == nil:
+			// The node before may have stored just before it let go.
+			if st, ok := c.loadSharedStatuses(ctx, eventID, maxAge); ok && st != nil {
+				release()
+				return st, noop
+			}
+			return nil, release
+		case boxoffice.ErrorCode(err) != boxoffice.EIDEMINFLIGHT, !time.Now().Before(deadline):
+			return nil, noop
+		}
+		select {
+		case <-ctx.Done():
+			return nil, noop
+		case <-time.After(statusesPoll):
+		}
+	}
+}
+
+// loadSharedStatuses returns the shared statuses when they are at most
+// maxAge old and not older than an Invalidate, keeping them; ok is false
+// when the shared store failed.
+func (c *Cache) loadSharedStatuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) (st layout.Statuses, ok bool) {
+	b, err := c.sharedStatuses.LoadStatuses(ctx, eventID)
+	if err != nil {
+		return nil, false
+	}
+	at, st, good := decodeStatuses(b, eventID)
+	c.mu.Lock()
+	invalidAt, _ := c.invalidAt.Get(eventID)
+	c.mu.Unlock()
+	if !good || !at.After(invalidAt) || c.now().Sub(at) > maxAge {
+		return nil, true
+	}
+	c.keepStatuses(eventID, at, st)
+	return st, true
 }
 
 // counted is a fresh read of an event's statuses, kept for Statuses.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/inmem"
+	"github.com/boxoffice/boxoffice/layout"
 )
 
 // countingShared is the in-process Shared, counting the full loads.
@@ -113,5 +114,72 @@ func TestSharedCacheOneRebuildAcrossNodes(t *testing.T) {
 	}
 	if n := shared.loads.Load(); n > 4 {
 		t.Errorf("%d full loads of the shared copy, want one per node per rebuild", n)
+	}
+}
+
+// The fresh reads of statuses (the inventory's, once a second) are shared
+// too: one node reads an event's holds and sold seats for the fleet, the
+// other loads its reading, also when 100 callers on both nodes ask at
+// once; an Invalidate on a node is not undone by a reading from before it.
+func TestSharedFreshStatusesOneReadAcrossNodes(t *testing.T) {
+	ev := &boxoffice.Event{ID: 7, Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", Rows: 2, SeatsPerRow: 5}}}
+	f := &fakeSold{event: ev, delay: 20 * time.Millisecond}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	holds := inmem.NewHolds(clk.now)
+	shared := inmem.NewSnapshots(clk.now)
+	leases := inmem.NewLeases(clk.now)
+	nodes := []*Cache{New(f, f, holds, 10*time.Second, clk.now), New(f, f, holds, 10*time.Second, clk.now)}
+	for _, n := range nodes {
+		n.Share(shared, leases)
+	}
+	ctx := context.Background()
+	reads := func() int { return nodes[0].Builds() + nodes[1].Builds() }
+	fresh := func(n *Cache) layout.Statuses {
+		t.Helper()
+		st, err := n.Statuses(ctx, 7, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	if st := fresh(nodes[0]); st[0] != Available {
+		t.Fatalf("first read: A-A-1 %c, want available", st[0])
+	}
+	if st := fresh(nodes[1]); st[0] != Available || reads() != 1 {
+		t.Fatalf("the other node: A-A-1 %c after %d reads, want available after 1", st[0], reads())
+	}
+
+	// A sale lands; past maxAge 100 callers on both nodes cause one read
+	// in all, and both see the sale.
+	f.mu.Lock()
+	f.sold = []string{"A-A-1"}
+	f.mu.Unlock()
+	clk.advance(2 * time.Second)
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			st, err := nodes[i%2].Statuses(ctx, 7, time.Second)
+			if err != nil || st[0] != Sold {
+				t.Errorf("fresh statuses: %v, %v; want A-A-1 sold", st, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := reads(); n != 2 {
+		t.Errorf("100 callers on 2 nodes past maxAge: %d reads, want 1", n-1)
+	}
+
+	// A reading from before a node's Invalidate is not adopted there.
+	f.mu.Lock()
+	f.sold = []string{"A-A-1", "A-A-2"}
+	f.mu.Unlock()
+	clk.advance(time.Millisecond)
+	nodes[1].Invalidate(7)
+	if st := fresh(nodes[1]); st[1] != Sold {
+		t.Errorf("after Invalidate: A-A-2 %c, want sold (read again, not the shared reading)", st[1])
+	}
+	if n := reads(); n != 3 {
+		t.Errorf("after Invalidate: %d reads in all, want 3", n)
 	}
 }

@@ -20,7 +20,9 @@
 //   - values are bytes, any bytes, up to several MB, stored and returned
 //     as copies: changing the slice given to StoreSnapshot, or one that
 //     Load or Peek returned, changes nothing stored;
-//   - concurrent stores and loads of one event never mix two values.
+//   - concurrent stores and loads of one event never mix two values;
+//   - a store that also keeps statuses (seatmap.SharedStatuses) keeps
+//     them apart from the snapshot, with their own TTL.
 package sharedtest
 
 import (
@@ -53,6 +55,7 @@ func Run(t *testing.T, newShared func(t *testing.T) seatmap.Shared) {
 		{"LargeValue", testLarge},
 		{"Copies", testCopies},
 		{"Concurrent", testConcurrent},
+		{"Statuses", testStatuses},
 	}
 	for _, s := range specs {
 		t.Run(s.name, func(t *testing.T) { s.test(t, newShared(t)) })
@@ -430,4 +433,61 @@ func testConcurrent(t *testing.T, s seatmap.Shared) {
 	if b := load(t, s, event); !known(b) {
 		t.Errorf("after concurrent stores LoadSnapshot = %s, want one of the values stored", describe(b))
 	}
+}
+
+// testStatuses: a store that also keeps an event's statuses
+// (seatmap.SharedStatuses) keeps them apart from its snapshot, replaces
+// them, returns copies and drops them after their TTL. A store without
+// them is skipped.
+func testStatuses(t *testing.T, s seatmap.Shared) {
+	ss, ok := s.(seatmap.SharedStatuses)
+	if !ok {
+		t.Skip("this store keeps no statuses")
+	}
+	ev := newID()
+	loadSt := func() []byte {
+		t.Helper()
+		b, err := ss.LoadStatuses(ctx, ev)
+		if err != nil {
+			t.Fatalf("LoadStatuses(event %d) = %v", ev, err)
+		}
+		return b
+	}
+	storeSt := func(b []byte, ttl time.Duration) {
+		t.Helper()
+		if err := ss.StoreStatuses(ctx, ev, b, ttl); err != nil {
+			t.Fatalf("StoreStatuses(event %d) = %v", ev, err)
+		}
+	}
+	if got := loadSt(); got != nil {
+		t.Fatalf("nothing stored: LoadStatuses = %s, want nil", describe(got))
+	}
+	snap, st := value("snap", 1, 500), value("statuses", 2, 70_000)
+	store(t, s, ev, snap, long)
+	if got := loadSt(); got != nil {
+		t.Fatalf("a snapshot stored: LoadStatuses = %s, want nil", describe(got))
+	}
+	storeSt(st, long)
+	if got := loadSt(); !bytes.Equal(got, st) {
+		t.Fatalf("LoadStatuses = %s, want %s", describe(got), describe(st))
+	}
+	wantLoad(t, s, ev, snap) // the snapshot untouched
+	got := loadSt()
+	got[0] ^= 0xff
+	if again := loadSt(); !bytes.Equal(again, st) {
+		t.Fatalf("changing a loaded copy changed what is stored: %s", describe(again))
+	}
+	newer := value("statuses", 3, 1_000)
+	storeSt(newer, short)
+	if got := loadSt(); !bytes.Equal(got, newer) {
+		t.Fatalf("after a second store: %s, want %s", describe(got), describe(newer))
+	}
+	deadline := time.Now().Add(patience)
+	for loadSt() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("statuses stored for %v still there after %v", short, patience)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantLoad(t, s, ev, snap) // still there: the statuses' expiry is their own
 }
