@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/sqlite"
+	"github.com/boxoffice/boxoffice/storetest"
 )
 
 // Run with:
@@ -191,15 +192,7 @@ func BenchmarkCreateBookings(b *testing.B) {
 		for j := range nbs {
 			nbs[j] = booking(e, seats, int64(i+j+1))
 		}
-		errs, err := s.CreateBookings(ctx, nbs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
+		storetest.CreateAll(ctx, b, s, nbs)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "bookings/s")
 }
