@@ -183,3 +183,30 @@ func TestSharedFreshStatusesOneReadAcrossNodes(t *testing.T) {
 		t.Errorf("after Invalidate: %d reads in all, want 3", n)
 	}
 }
+
+// Encoded statuses come back as they went in, and only for their own
+// event: another event's, a cut header or a byte that is no status is not
+// taken.
+func TestEncodedStatusesRoundTrip(t *testing.T) {
+	at := time.Unix(1_800_000_000, 123)
+	st := layout.Statuses{Available, Held, Sold, Resale, Available}
+	b := encodeStatuses(7, at, st)
+	gotAt, got, ok := decodeStatuses(b, 7)
+	if !ok || !gotAt.Equal(at) || string(got) != string(st) {
+		t.Fatalf("decode: %v %v %q, want %v %q", ok, gotAt, got, at, st)
+	}
+	if _, _, ok := decodeStatuses(b, 8); ok {
+		t.Error("another event's statuses taken")
+	}
+	if _, _, ok := decodeStatuses(b[:statusesHeaderLen-1], 7); ok {
+		t.Error("a cut header taken")
+	}
+	bad := bytes.Clone(b)
+	bad[statusesHeaderLen+2] = 'x'
+	if _, _, ok := decodeStatuses(bad, 7); ok {
+		t.Error("a byte that is no status taken")
+	}
+	if _, got, ok := decodeStatuses(encodeStatuses(7, at, nil), 7); !ok || len(got) != 0 {
+		t.Errorf("no seats: %v %q", ok, got)
+	}
+}
