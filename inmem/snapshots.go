@@ -143,7 +143,7 @@ func (s *Snapshots) store(k valueKey, b []byte, ttl time.Duration) error {
 	defer s.mu.Unlock()
 	s.drop(k)
 	if int64(len(b)) > limit {
-		return boxoffice.Errorf(boxoffice.EINVALID, "a seat-map snapshot of %d bytes exceeds the store's %d", len(b), limit)
+		return boxoffice.Errorf(boxoffice.EINVALID, "a seat-map value of %d bytes exceeds the store's %d", len(b), limit)
 	}
 	if len(b) == 0 || ttl <= 0 {
 		return nil
