@@ -115,14 +115,13 @@ func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error
 // the writes it answers for. A unique violation (23505) on it means the key
 // was recorded already.
 func queueIdempotency(b *pgx.Batch, r *boxoffice.IdempotencyRecord) {
-	b.Queue(`
-		INSERT INTO idempotency_keys (user_id, key, request_hash, outcome, body, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		r.UserID, r.Key, r.RequestHash, r.Outcome, r.Body, ts(r.CreatedAt), ts(r.ExpiresAt))
+	var rows idempotencyRows
+	rows.add(r)
+	rows.queue(b)
 }
 
-// idempotencyRows gathers records as columns, for one multi-row insert
-// (queueIdempotency for a group commit).
+// idempotencyRows gathers records as columns, for one multi-row insert: a
+// group commit's records, or queueIdempotency's one.
 type idempotencyRows struct {
 	users, keys, hashes, outcomes []string
 	bodies                        [][]byte

@@ -17,21 +17,17 @@ import (
 
 var _ boxoffice.OutboxStore = (*Store)(nil)
 
-// insertEvent is the statement queueEvent queues. A duplicate event_id (a
-// booking entering one state twice) is a unique violation: see eventErr.
-const insertEvent = `
-	INSERT INTO outbox (event_id, topic, key, payload, created_at)
-	VALUES ($1, $2, $3, $4, $5)`
-
 // queueEvent adds to batch the outbox row reporting that b has just
 // entered the state of topic at at. b must be the booking as it is
-// written (times at millisecond precision, see ts).
+// written (times at millisecond precision, see ts). A duplicate event_id
+// (a booking entering one state twice) is a unique violation: see
+// eventErr.
 func queueEvent(batch *pgx.Batch, topic string, b *boxoffice.Booking, at time.Time) error {
-	ev, err := boxoffice.NewBookingEvent(topic, b, at)
-	if err != nil {
+	var r outboxRows
+	if err := r.add(topic, b, at); err != nil {
 		return err
 	}
-	batch.Queue(insertEvent, ev.ID, ev.Topic, ev.Key, string(ev.Payload), ts(ev.CreatedAt))
+	r.queue(batch)
 	return nil
 }
 
@@ -95,23 +91,29 @@ func (s *Store) PurgeOutbox(ctx context.Context, cutoff time.Time) (int, error) 
 	return int(tag.RowsAffected()), nil
 }
 
-// outboxRows gathers outbox rows as columns, for one multi-row insert (a
-// group commit's events: one statement, where a row each cost the server a
-// statement's fixed cost each).
+// outboxRows gathers outbox rows as columns, for one multi-row insert: a
+// group commit's events in one statement (a statement a row cost the
+// server a statement's fixed cost each), a single change's one row.
 type outboxRows struct {
 	ids, topics, keys, payloads []string
 	created                     []time.Time
 }
 
-// add is queueEvent's row.
+// add takes the row reporting that b has just entered the state of topic
+// at at.
 func (r *outboxRows) add(topic string, b *boxoffice.Booking, at time.Time) error {
 	ev, err := boxoffice.NewBookingEvent(topic, b, at)
 	if err != nil {
 		return err
 	}
+	r.addEvent(ev)
+	return nil
+}
+
+// addEvent takes ev's row.
+func (r *outboxRows) addEvent(ev boxoffice.OutboxEvent) {
 	r.ids, r.topics, r.keys = append(r.ids, ev.ID), append(r.topics, ev.Topic), append(r.keys, ev.Key)
 	r.payloads, r.created = append(r.payloads, string(ev.Payload)), append(r.created, ts(ev.CreatedAt))
-	return nil
 }
 
 // queue adds the insert of the rows to batch, if there are any.

@@ -332,7 +332,9 @@ func queueResale(batch *pgx.Batch, l *boxoffice.Listing, b *boxoffice.Booking, b
 		INSERT INTO payouts (event_id, listing_id, seller_id, amount_cents, status, created_at)
 		VALUES ($5, $1, $2, $3, 'pending', $4)`,
 		int64(l.ID), l.SellerID, l.PriceCents, now, int64(l.EventID))
-	batch.Queue(insertEvent, ev.ID, ev.Topic, ev.Key, string(ev.Payload), ts(ev.CreatedAt))
+	var event outboxRows
+	event.addEvent(ev)
+	event.queue(batch)
 	return func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil { // the listing
 			return err
