@@ -13,6 +13,24 @@ import (
 	"github.com/boxoffice/boxoffice/layout"
 )
 
+// twoNodeEvent is event 7, ten seats, whose store answers slowly (a slow
+// read widens the window for duplicate flights), on a clock of its own.
+func twoNodeEvent() (*fakeSold, *clock) {
+	ev := &boxoffice.Event{ID: 7, Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", Rows: 2, SeatsPerRow: 5}}}
+	return &fakeSold{event: ev, delay: 20 * time.Millisecond}, &clock{t: time.Unix(1_800_000_000, 0)}
+}
+
+// sharingNodes are two caches of f, standing for two nodes: one lock
+// layer, shared and one lease store between them.
+func sharingNodes(f *fakeSold, clk *clock, shared Shared) []*Cache {
+	holds, leases := inmem.NewHolds(clk.now), inmem.NewLeases(clk.now)
+	nodes := []*Cache{New(f, f, holds, 10*time.Second, clk.now), New(f, f, holds, 10*time.Second, clk.now)}
+	for _, n := range nodes {
+		n.Share(shared, leases)
+	}
+	return nodes
+}
+
 // countingShared is the in-process Shared, counting the full loads.
 type countingShared struct {
 	*inmem.Snapshots
@@ -56,16 +74,9 @@ func TestEncodedSnapshotRoundTrips(t *testing.T) {
 // Two nodes sharing one store: one rebuild per TTL for both, and the same
 // bytes (so the same ETag) from each.
 func TestSharedCacheOneRebuildAcrossNodes(t *testing.T) {
-	ev := &boxoffice.Event{ID: 7, Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", Rows: 2, SeatsPerRow: 5}}}
-	f := &fakeSold{event: ev, delay: 20 * time.Millisecond}
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	holds := inmem.NewHolds(clk.now)
+	f, clk := twoNodeEvent()
 	shared := &countingShared{Snapshots: inmem.NewSnapshots(clk.now)}
-	leases := inmem.NewLeases(clk.now)
-	nodes := []*Cache{New(f, f, holds, 10*time.Second, clk.now), New(f, f, holds, 10*time.Second, clk.now)}
-	for _, n := range nodes {
-		n.Share(shared, leases)
-	}
+	nodes := sharingNodes(f, clk, shared)
 	ctx := context.Background()
 	builds := func() int { return nodes[0].Builds() + nodes[1].Builds() }
 
@@ -122,16 +133,8 @@ func TestSharedCacheOneRebuildAcrossNodes(t *testing.T) {
 // other loads its reading, also when 100 callers on both nodes ask at
 // once; an Invalidate on a node is not undone by a reading from before it.
 func TestSharedFreshStatusesOneReadAcrossNodes(t *testing.T) {
-	ev := &boxoffice.Event{ID: 7, Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", Rows: 2, SeatsPerRow: 5}}}
-	f := &fakeSold{event: ev, delay: 20 * time.Millisecond}
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	holds := inmem.NewHolds(clk.now)
-	shared := inmem.NewSnapshots(clk.now)
-	leases := inmem.NewLeases(clk.now)
-	nodes := []*Cache{New(f, f, holds, 10*time.Second, clk.now), New(f, f, holds, 10*time.Second, clk.now)}
-	for _, n := range nodes {
-		n.Share(shared, leases)
-	}
+	f, clk := twoNodeEvent()
+	nodes := sharingNodes(f, clk, inmem.NewSnapshots(clk.now))
 	ctx := context.Background()
 	reads := func() int { return nodes[0].Builds() + nodes[1].Builds() }
 	fresh := func(n *Cache) layout.Statuses {
