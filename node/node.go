@@ -394,7 +394,9 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener, drain time.Duration) 
 	return err
 }
 
-// Stop stops the roles and waits for them.
+// Stop stops the roles and waits for them, and for the payment captures
+// still running after their confirms' answers (bounded by captureDrain:
+// the reconciler takes any left).
 func (n *Node) Stop() {
 	n.mu.Lock()
 	stop := n.stop
@@ -403,7 +405,16 @@ func (n *Node) Stop() {
 		stop()
 	}
 	n.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), captureDrain)
+	defer cancel()
+	if err := n.Sale.WaitCaptures(ctx); err != nil {
+		n.opts.logger().Warn("payment captures still running at the stop; the reconciler will take them", "err", err)
+	}
 }
+
+// captureDrain bounds Stop's wait for payment captures; one is bounded by
+// 10 s itself.
+const captureDrain = 15 * time.Second
 
 // Close stops the roles and closes the parts the node opened.
 func (n *Node) Close() {

@@ -86,6 +86,9 @@ func (s *Tickets) Cancel(ctx context.Context, u boxoffice.User, req CancelReques
 		return nil, err
 	}
 	defer release()
+	// A capture this process runs after the confirm's answer goes first:
+	// the refund then finds the money taken (capture.go).
+	s.captures.wait(ctx, b.ID)
 
 	// Hold the seats under the booking's id before they stop being sold,
 	// so that the returns pass hands them to the waitlist before anyone

@@ -135,7 +135,8 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 		s.void(ctx, auth.ID, b.ID)
 		return confirmationOf(done), nil
 	}
-	s.capture(ctx, done.ID, auth.ID)
+	// The tickets are written: the answer need not wait for the capture.
+	s.captures.start(done.ID, func() { s.capture(ctx, done.ID, auth.ID) })
 	return confirmationOf(done), nil
 }
 
@@ -205,8 +206,9 @@ func (s *core) void(ctx context.Context, authID string, bookingID boxoffice.ID) 
 	}
 }
 
-// capture takes the money after the tickets are written. A failure is left
-// to the reconciler, which finds the payment still authorized.
+// capture takes the money after the tickets are written, most often after
+// the confirm's answer (capture.go). A failure is left to the reconciler,
+// which finds the payment still authorized.
 func (s *Bookings) capture(ctx context.Context, bookingID boxoffice.ID, authID string) {
 	ctx, cancel := detach(ctx)
 	defer cancel()

@@ -165,6 +165,9 @@ type core struct {
 	taken takenSeats
 	// invs counts what is left of each event (inventory.go).
 	invs inventories
+	// captures are the payments being captured after their confirms'
+	// answers (capture.go).
+	captures *captures
 }
 
 // Service is every use case of the box office, each a type of its own
@@ -231,8 +234,9 @@ func New(d Deps, cfg Config) *Service {
 	c := &core{holds: d.Holds, leases: d.Leases, payments: d.Payments, idem: d.Store, answers: d.Answers,
 		ids: d.IDs, now: d.Now, log: d.Log, cfg: cfg, notifier: d.Notifier, returnsKick: make(chan struct{}, 1),
 		layouts: d.Layouts, avail: d.Availability,
-		taken: takenSeats{seats: lru.New[boxoffice.ID, map[int]time.Time](cfg.CacheEvents)},
-		invs:  inventories{ev: lru.New[boxoffice.ID, *inventoryEntry](cfg.CacheEvents)}}
+		taken:    takenSeats{seats: lru.New[boxoffice.ID, map[int]time.Time](cfg.CacheEvents)},
+		invs:     inventories{ev: lru.New[boxoffice.ID, *inventoryEntry](cfg.CacheEvents)},
+		captures: newCaptures(maxBackgroundCaptures)}
 	if c.layouts == nil {
 		c.layouts = layout.NewCache(d.Store, cfg.CacheEvents)
 		c.layouts.SetClock(d.Now)

@@ -68,6 +68,8 @@ type harness struct {
 type harnessOptions struct {
 	cfg   Config
 	avail Availability
+	// payments wraps the test gateway (nil: the gateway itself).
+	payments func(*testpay.Gateway) boxoffice.PaymentGateway
 }
 
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, harnessOptions{}) }
@@ -90,7 +92,11 @@ func newHarnessWith(t *testing.T, o harnessOptions) *harness {
 	h := &harness{t: t, ctx: ctx, clock: clock, store: store, queue: store.Queue(),
 		holds: inmem.NewHolds(clock.Now), leases: inmem.NewLeases(clock.Now),
 		pay: testpay.New(), notifier: inmem.NewNotifier()}
-	h.svc = New(Deps{Store: store, Holds: h.holds, Leases: h.leases, Payments: h.pay, IDs: ids,
+	var pay boxoffice.PaymentGateway = h.pay
+	if o.payments != nil {
+		pay = o.payments(h.pay)
+	}
+	h.svc = New(Deps{Store: store, Holds: h.holds, Leases: h.leases, Payments: pay, IDs: ids,
 		Now: clock.Now, Log: slog.New(slog.DiscardHandler),
 		Queue: h.queue, RequestLog: h.queue, Notifier: h.notifier, Availability: o.avail}, o.cfg)
 	return h
@@ -193,8 +199,15 @@ func wantCode(t *testing.T, err error, want string) {
 	}
 }
 
-// auths returns the test gateway's authorizations.
-func (h *harness) auths() []testpay.Auth { return h.pay.Auths() }
+// auths returns the test gateway's authorizations, once the captures
+// running after their confirms' answers have ended.
+func (h *harness) auths() []testpay.Auth {
+	h.t.Helper()
+	if err := h.svc.WaitCaptures(h.ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	return h.pay.Auths()
+}
 
 // fseats are the ids of seats "F-<row>-<n>" for n in ns.
 func fseats(row string, ns ...int) []string {
