@@ -17,6 +17,7 @@ var leasedSpecs = []spec{
 	{"ReleaseEndsIt", testLeasedRelease},
 	{"ExpiresAfterTTL", testLeasedExpires},
 	{"OneWinnerUnderConcurrency", testLeasedOneWinner},
+	{"StormOnOneSeat", testLeasedStorm},
 }
 
 // leasedHolds returns h's LeasedHolds, skipping the test without one.
@@ -129,5 +130,49 @@ func testLeasedOneWinner(t *testing.T, h Harness) {
 	}
 	if won != 1 {
 		t.Errorf("%d requests granted under one lease, want 1", won)
+	}
+}
+
+// Of many requests with keys of their own racing for one seat (decided
+// together where the implementation batches them), one is granted; each
+// other is refused with the seat in the way, holds nothing and keeps no
+// lease, so its key goes ahead at once on a free seat.
+func testLeasedStorm(t *testing.T, h Harness) {
+	lh := leasedHolds(t, h)
+	ev := newID()
+	const n = 32
+	keys := make([]string, n)
+	errs := make([]error, n)
+	holds := make([]boxoffice.Hold, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		keys[i] = newKey("storm")
+		wg.Go(func() { holds[i], _, errs[i] = acquireLeased(lh, ev, seats("A", 1, 2), keys[i], long) })
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch boxoffice.ErrorCode(err) {
+		case "":
+			if winner >= 0 {
+				t.Fatalf("requests %d and %d both hold A-1 and A-2", winner, i)
+			}
+			winner = i
+		case boxoffice.ESEATTAKEN:
+		default:
+			t.Errorf("request %d: %v", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no request holds the seats")
+	}
+	w := holds[winner]
+	if err := h.Holds.Verify(context.Background(), ev, seats("A", 1, 2), w.Owner, w.Fence); err != nil {
+		t.Errorf("the winner does not hold its seats: %v", err)
+	}
+	for i, key := range keys {
+		if i != winner {
+			mustLease(t, lh, ev, seats("B", i+1, i+1), key, long)
+		}
 	}
 }

@@ -90,6 +90,15 @@
 // by node and keeps the order), and they go by EVAL, so that no NOSCRIPT
 // retry can run one after a later one.
 //
+// Concurrent AcquireLeased calls (the direct reserve) batch the same way: a
+// call of one section that supersedes nobody joins the next batch of a
+// combine.Combiner (up to leasedRunners batches at once), decided as
+// AcquireMany decides a wave, each request checking and taking its lease
+// in its section's script. A flash sale's reserves, most of them refused,
+// then cost Redis one script call per section per batch instead of one
+// per request. A call over several sections, or superseding an owner,
+// runs alone as before.
+//
 // A request over several sections cannot be one script. It ends a wave: the
 // single-section requests before it are decided first, then it is taken by
 // Acquire, then the requests after it form the next wave; so k such
@@ -122,6 +131,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/combine"
 	"github.com/redis/rueidis"
 )
 
@@ -151,6 +161,10 @@ type Holds struct {
 	// zero means DefaultTimeout. Giving back the seats of a failed
 	// cross-section Acquire takes at most one more Timeout.
 	Timeout time.Duration
+
+	// leased batches the concurrent AcquireLeased calls of one section
+	// each (see Batches).
+	leased *combine.Combiner[leasedAcquire, leasedGrant]
 }
 
 // NewHolds returns Holds storing its keys under prefix (such as
@@ -158,8 +172,14 @@ type Holds struct {
 // hash tags. It panics if it does.
 func NewHolds(client rueidis.Client, prefix string) *Holds {
 	checkPrefix(prefix)
-	return &Holds{client: client, prefix: prefix}
+	h := &Holds{client: client, prefix: prefix}
+	h.leased = combine.New(h.acquireLeasedBatch, leasedRunners, batchChunk)
+	return h
 }
+
+// leasedRunners is how many batches of AcquireLeased calls run at once:
+// while one waits for Redis the next is being gathered.
+const leasedRunners = 4
 
 func checkPrefix(prefix string) {
 	if strings.ContainsAny(prefix, "{}") {
@@ -271,12 +291,82 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw) // crypto/rand.Read never fails
 	l := &lease{name: key, token: hex.EncodeToString(raw), ttl: millis(ttl)}
-	hold, err := h.acquire(ctx, req, l)
+	var hold boxoffice.Hold
+	var err error
+	if g := h.oneSection(req); g != nil {
+		// The usual case: concurrent calls share one script per section.
+		l.key = h.leaseKey(req.EventID, g, key)
+		var res leasedGrant
+		if res, err = h.leased.Call(ctx, leasedAcquire{req: req, g: g, lease: l}); err != nil {
+			err = boxoffice.Unavailable("the seat hold store", err) // the caller's context ended first
+		} else {
+			hold, err = res.hold, res.err
+		}
+		if boxoffice.ErrorCode(err) == boxoffice.EUNAVAILABLE {
+			h.endLease(ctx, l) // the script may have taken it
+		}
+	} else {
+		hold, err = h.acquire(ctx, req, l)
+	}
 	if err != nil {
 		return boxoffice.Hold{}, none, err
 	}
 	var once sync.Once
 	return hold, func() { once.Do(func() { h.endLease(ctx, l) }) }, nil
+}
+
+// oneSection returns the seats of a valid request over one section that
+// supersedes nobody, for the batched path; nil for any other request,
+// which acquire takes (and checks) alone.
+func (h *Holds) oneSection(req boxoffice.HoldRequest) *group {
+	if req.Supersede != 0 || validRequest(req) != nil {
+		return nil
+	}
+	if groups := h.groups(req.EventID, req.SeatIDs, true); len(groups) == 1 {
+		return groups[0]
+	}
+	return nil
+}
+
+// leaseKey is an AcquireLeased lease's key, in the slot of the section g.
+func (h *Holds) leaseKey(eventID boxoffice.ID, g *group, name string) string {
+	return h.prefix + "lease:{" + eventID.String() + ":" + g.section + "}:" + name
+}
+
+// leasedAcquire is an AcquireLeased call of one section; leasedGrant its
+// answer.
+type leasedAcquire struct {
+	req   boxoffice.HoldRequest
+	g     *group
+	lease *lease
+}
+
+type leasedGrant struct {
+	hold boxoffice.Hold
+	err  error
+}
+
+// acquireLeasedBatch decides a batch of AcquireLeased calls as
+// AcquireMany does, in their order, each taking its lease with its seats.
+func (h *Holds) acquireLeasedBatch(ctx context.Context, in []leasedAcquire) ([]leasedGrant, error) {
+	reqs := make([]boxoffice.HoldRequest, len(in))
+	wave := make([]batched, len(in))
+	for i, a := range in {
+		reqs[i], wave[i] = a.req, batched{i: i, g: a.g, lease: a.lease}
+	}
+	holds, errs := make([]boxoffice.Hold, len(in)), make([]error, len(in))
+	ctx, cancel := context.WithTimeout(ctx, h.timeout())
+	defer cancel()
+	h.acquireWave(ctx, reqs, wave, holds, errs)
+	out := make([]leasedGrant, len(in))
+	for i := range in {
+		out[i] = leasedGrant{hold: holds[i], err: errs[i]}
+	}
+	return out, nil
+}
+
+func errLeaseInFlight() error {
+	return boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with this key is in flight")
 }
 
 // lease is an AcquireLeased's lease: the caller's name for it, its token
@@ -304,7 +394,7 @@ func (h *Holds) acquire(ctx context.Context, req boxoffice.HoldRequest, l *lease
 
 	groups := h.groups(req.EventID, req.SeatIDs, true)
 	if l != nil {
-		l.key = h.prefix + "lease:{" + req.EventID.String() + ":" + groups[0].section + "}:" + l.name
+		l.key = h.leaseKey(req.EventID, groups[0], l.name)
 	}
 	owner := req.Owner.String()
 	supersede := superseded(req)
@@ -324,7 +414,7 @@ func (h *Holds) acquire(ctx context.Context, req boxoffice.HoldRequest, l *lease
 			err = errBadReply
 		}
 		if err == nil && reply[0] == -1 && l != nil && i == 0 {
-			return boxoffice.Hold{}, boxoffice.Errorf(boxoffice.EIDEMINFLIGHT, "a request with this key is in flight")
+			return boxoffice.Hold{}, errLeaseInFlight()
 		}
 		if err == nil && reply[0] == 0 {
 			h.giveBack(parent, undoGrants(owner, grants, 0))
@@ -427,10 +517,12 @@ func (h *Holds) AcquireMany(ctx context.Context, reqs []boxoffice.HoldRequest) (
 	return holds, errs
 }
 
-// batched is a request of a batch within one section: reqs[i], seats g.
+// batched is a request of a batch within one section: reqs[i], seats g,
+// and the lease it takes with them (AcquireLeased), if any.
 type batched struct {
-	i int
-	g *group
+	i     int
+	g     *group
+	lease *lease
 }
 
 // acquireWave decides the requests of wave, each within one section, in
@@ -459,6 +551,9 @@ func (h *Holds) acquireWave(ctx context.Context, reqs []boxoffice.HoldRequest, w
 				from, seats, chunked = j, 0, true
 			}
 			seats += len(b.g.keys)
+			if b.lease != nil {
+				seats++
+			}
 		}
 		calls = append(calls, all[from:])
 	}
@@ -466,11 +561,16 @@ func (h *Holds) acquireWave(ctx context.Context, reqs []boxoffice.HoldRequest, w
 	execs := make([]rueidis.LuaExec, len(calls))
 	for c, call := range calls {
 		keys := []string{call[0].g.counter}
-		args := make([]string, 0, 4*len(call))
+		args := make([]string, 0, 6*len(call))
 		for _, b := range call {
 			req := reqs[b.i]
 			keys = append(keys, b.g.keys...)
 			args = append(args, strconv.Itoa(len(b.g.keys)), req.Owner.String(), millis(req.TTL), superseded(req))
+			if l := b.lease; l != nil {
+				keys, args = append(keys, l.key), append(args, l.token, l.ttl)
+			} else {
+				args = append(args, "", "")
+			}
 		}
 		execs[c] = rueidis.LuaExec{Keys: keys, Args: args}
 	}
@@ -489,6 +589,8 @@ func (h *Holds) acquireWave(ctx context.Context, reqs []boxoffice.HoldRequest, w
 				errs[b.i] = boxoffice.Unavailable("the seat hold store", err)
 			case replies[j][0] == 1:
 				holds[b.i] = granted(req, replies[j][1], now.Add(req.TTL))
+			case replies[j][0] == -1:
+				errs[b.i] = errLeaseInFlight()
 			default:
 				taken := make(map[string]bool)
 				b.g.mark(replies[j][1:], taken)
@@ -498,8 +600,8 @@ func (h *Holds) acquireWave(ctx context.Context, reqs []boxoffice.HoldRequest, w
 	}
 }
 
-// parseMany checks an acquireMany reply for n requests: {1, fence} or
-// {0, i...} each.
+// parseMany checks an acquireMany reply for n requests: {1, fence}, {-1}
+// or {0, i...} each.
 func parseMany(r rueidis.RedisResult, n int) ([][]int64, error) {
 	msgs, err := r.ToArray()
 	if err != nil {
@@ -514,7 +616,7 @@ func parseMany(r rueidis.RedisResult, n int) ([][]int64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !(len(reply) == 2 && reply[0] == 1 || len(reply) >= 2 && reply[0] == 0) {
+		if !(len(reply) == 2 && reply[0] == 1 || len(reply) == 1 && reply[0] == -1 || len(reply) >= 2 && reply[0] == 0) {
 			return nil, errBadReply
 		}
 		out[i] = reply

@@ -88,13 +88,15 @@ return reply
 // acquireManyLua decides, in order, a batch of requests whose seats are all
 // in one section: each as acquireLua without a floor, seeing the grants of
 // the ones before it. KEYS[1] is the section's fence counter, then the
-// seats of each request in turn (repeats within a request dropped); ARGV is
-// four per request: its number of seats, owner, ttl in ms and superseded
-// owner (empty for none). Each grant gets its own fence, the largest of
-// counter+1 and the server clock in microseconds, so they increase through
-// the batch. Reply: one entry per request, {1, fence} for a grant, or
-// {0, i...} with the 1-based indexes (within the request) of the seats held
-// by someone else, the request having written nothing.
+// seats of each request in turn (repeats within a request dropped), each
+// followed by its lease's key if it has one; ARGV is six per request: its
+// number of seats, owner, ttl in ms, superseded owner (empty for none),
+// lease token and lease ttl in ms (both empty for none). Each grant gets
+// its own fence, the largest of counter+1 and the server clock in
+// microseconds, so they increase through the batch. Reply: one entry per
+// request, {1, fence} for a grant, {-1} while its lease exists (nothing
+// written), or {0, i...} with the 1-based indexes (within the request) of
+// the seats held by someone else, the request having written nothing.
 const acquireManyLua = `
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
@@ -102,31 +104,40 @@ local last = tonumber(redis.call('GET', KEYS[1]) or '0')
 local granted = false
 local reply = {}
 local k = 1
-for a = 1, #ARGV, 4 do
+for a = 1, #ARGV, 6 do
   local n = tonumber(ARGV[a])
   local mine = ARGV[a + 1] .. ':'
   local sup = ''
   if ARGV[a + 3] ~= '' then sup = ARGV[a + 3] .. ':' end
-  local taken = {0}
-  for i = 1, n do
-    local v = redis.call('GET', KEYS[k + i])
-    if v and string.sub(v, 1, #mine) ~= mine and (sup == '' or string.sub(v, 1, #sup) ~= sup) then
-      taken[#taken + 1] = i
-    end
-  end
-  if #taken > 1 then
-    reply[#reply + 1] = taken
+  local lease = ARGV[a + 4]
+  local lk = nil
+  if lease ~= '' then lk = KEYS[k + n + 1] end
+  if lk and redis.call('EXISTS', lk) == 1 then
+    reply[#reply + 1] = {-1}
   else
-    local fence = last + 1
-    if clock > fence then fence = clock end
-    last, granted = fence, true
-    local value = mine .. string.format('%d', fence)
+    local taken = {0}
     for i = 1, n do
-      redis.call('SET', KEYS[k + i], value, 'PX', ARGV[a + 2])
+      local v = redis.call('GET', KEYS[k + i])
+      if v and string.sub(v, 1, #mine) ~= mine and (sup == '' or string.sub(v, 1, #sup) ~= sup) then
+        taken[#taken + 1] = i
+      end
     end
-    reply[#reply + 1] = {1, fence}
+    if #taken > 1 then
+      reply[#reply + 1] = taken
+    else
+      local fence = last + 1
+      if clock > fence then fence = clock end
+      last, granted = fence, true
+      local value = mine .. string.format('%d', fence)
+      for i = 1, n do
+        redis.call('SET', KEYS[k + i], value, 'PX', ARGV[a + 2])
+      end
+      if lk then redis.call('SET', lk, lease, 'PX', ARGV[a + 5]) end
+      reply[#reply + 1] = {1, fence}
+    end
   end
   k = k + n
+  if lk then k = k + 1 end
 end
 if granted then
   redis.call('SET', KEYS[1], string.format('%d', last))
