@@ -60,7 +60,20 @@ type QueueState struct {
 	// the maxKnown events used last.
 	known *lru.Cache[boxoffice.ID, int]
 	tags  *lru.Cache[tagsOf, []string]
+	// ids remembers the (event, user, key) of the request ids this process
+	// admitted or looked up, which never change, so that a poll of a
+	// request it knows reads its entry in one round trip, not two.
+	ids *lru.Cache[boxoffice.ID, idRef]
 }
+
+// idRef is what the id index says of a request id: where its entry is.
+type idRef struct {
+	event     boxoffice.ID
+	user, key string
+}
+
+// maxIDs bounds QueueState.ids (some 100 bytes each).
+const maxIDs = 1 << 17
 
 var _ boxoffice.QueueState = (*QueueState)(nil)
 
@@ -69,7 +82,8 @@ var _ boxoffice.QueueState = (*QueueState)(nil)
 func NewQueueState(client rueidis.Client, prefix string) *QueueState {
 	checkPrefix(prefix)
 	return &QueueState{client: client, prefix: prefix, TTL: 24 * time.Hour,
-		known: lru.New[boxoffice.ID, int](maxKnown), tags: lru.New[tagsOf, []string](maxKnown)}
+		known: lru.New[boxoffice.ID, int](maxKnown), tags: lru.New[tagsOf, []string](maxKnown),
+		ids: lru.New[boxoffice.ID, idRef](maxIDs)}
 }
 
 func (q *QueueState) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -500,6 +514,7 @@ func (q *QueueState) admitted(ctx context.Context, r *boxoffice.QueuedRequest, e
 		if err != nil {
 			return boxoffice.Admitted{Err: err}, nil
 		}
+		q.remember(e.Request)
 		return boxoffice.Admitted{Entry: e, Replay: true}, nil
 	}
 	if len(res) < 3 {
@@ -509,6 +524,7 @@ func (q *QueueState) admitted(ctx context.Context, r *boxoffice.QueuedRequest, e
 	status, _ := res[2].ToString()
 	row := *r
 	row.Position = pos
+	q.remember(r)
 	return boxoffice.Admitted{Entry: &boxoffice.QueueEntry{Request: &row, Status: boxoffice.QueueStatus(status)}}, nil
 }
 
@@ -525,28 +541,47 @@ func (q *QueueState) index(ctx context.Context, r *boxoffice.QueuedRequest) erro
 	return nil
 }
 
-// lookup finds the entry key of a request id.
+// lookup finds the entry key of a request id: from ids, or from the id
+// index.
 func (q *QueueState) lookup(ctx context.Context, id boxoffice.ID) (string, error) {
-	v, err := q.client.Do(ctx, q.client.B().Get().Key(q.idKey(id)).Build()).ToString()
-	if rueidis.IsRedisNil(err) {
-		return "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	ref, ok := q.ids.Get(id)
+	if !ok {
+		var err error
+		if ref, err = q.readIndex(ctx, id); err != nil {
+			return "", err
+		}
+		q.ids.Add(id, ref)
 	}
-	if err != nil {
-		return "", boxoffice.Unavailable("the queue state", err)
-	}
-	var parts []string
-	if json.Unmarshal([]byte(v), &parts) != nil || len(parts) != 3 {
-		return "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
-	}
-	ev, err := boxoffice.ParseID(parts[0])
-	if err != nil {
-		return "", boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
-	}
-	k, err := q.slotsOf(ctx, ev)
+	k, err := q.slotsOf(ctx, ref.event)
 	if err != nil {
 		return "", err
 	}
-	return q.entryKey(ev, k, parts[1], parts[2]), nil
+	return q.entryKey(ref.event, k, ref.user, ref.key), nil
+}
+
+// remember adds a request's place to ids.
+func (q *QueueState) remember(r *boxoffice.QueuedRequest) {
+	q.ids.Add(r.ID, idRef{event: r.EventID, user: r.UserID, key: r.IdempotencyKey})
+}
+
+// readIndex reads a request id's entry in the id index.
+func (q *QueueState) readIndex(ctx context.Context, id boxoffice.ID) (idRef, error) {
+	v, err := q.client.Do(ctx, q.client.B().Get().Key(q.idKey(id)).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return idRef{}, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	if err != nil {
+		return idRef{}, boxoffice.Unavailable("the queue state", err)
+	}
+	var parts []string
+	if json.Unmarshal([]byte(v), &parts) != nil || len(parts) != 3 {
+		return idRef{}, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	ev, err := boxoffice.ParseID(parts[0])
+	if err != nil {
+		return idRef{}, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	return idRef{event: ev, user: parts[1], key: parts[2]}, nil
 }
 
 func (q *QueueState) entry(ctx context.Context, key string) (*boxoffice.QueueEntry, error) {
@@ -655,7 +690,13 @@ func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.Que
 	if err != nil {
 		return nil, err
 	}
-	return q.entry(ctx, key)
+	e, err := q.entry(ctx, key)
+	if err == nil && e.Request.ID != id {
+		// The entry under the request's key is a later request's: this
+		// one's is gone (its index would have expired with it).
+		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+	}
+	return e, err
 }
 
 // Finish records a queued request's outcome once.

@@ -436,3 +436,56 @@ func TestSlotTagsSpreadOverPrimaries(t *testing.T) {
 		}
 	}
 }
+
+// A request's entry is read by its id in one round trip once this process
+// knows where it is (it admitted it, or read its index before). The entry
+// under its key must still be its own: when it is gone (expired with its
+// index) and a later request took the key, the id is not found, not
+// answered with the later request's entry.
+func TestEntryByIDIsItsOwn(t *testing.T) {
+	client := dialSingle(t)
+	prefix := newPrefix(t, client)
+	q := NewQueueState(client, prefix)
+	ctx := t.Context()
+	ev := initEvent(t, q)
+	first := queuetest.Request(ev, "fan")
+	if _, _, err := q.Admit(ctx, first, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	// Another process reads it through the index; this one without.
+	other := NewQueueState(client, prefix)
+	for _, s := range []*QueueState{q, other} {
+		if e, err := s.Entry(ctx, first.ID); err != nil || e.Request.ID != first.ID {
+			t.Fatalf("Entry: %+v %v, want the request", e, err)
+		}
+	}
+	if err := client.Do(ctx, client.B().Del().Key(q.idKey(first.ID)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*QueueState{q, other} {
+		if e, err := s.Entry(ctx, first.ID); err != nil || e.Request.ID != first.ID {
+			t.Fatalf("Entry of a request this process knows, without its index: %+v %v", e, err)
+		}
+	}
+
+	// Its entry and live count go (as when they expire); the user asks
+	// again with the same key.
+	entry, live := q.userKeys(ev, 1, first.UserID, first.IdempotencyKey)
+	if err := client.Do(ctx, client.B().Del().Key(entry, live).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	later := *first
+	later.ID = first.ID + 1
+	if _, replay, err := q.Admit(ctx, &later, 1, false); err != nil || replay {
+		t.Fatalf("Admit of the later request: replay %v, %v", replay, err)
+	}
+	for _, s := range []*QueueState{q, other} {
+		_, err := s.Entry(ctx, first.ID)
+		if boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
+			t.Errorf("Entry of the first request after a later one took its key: %v, want ENOTFOUND", err)
+		}
+	}
+	if e, err := q.Entry(ctx, later.ID); err != nil || e.Request.ID != later.ID {
+		t.Errorf("Entry of the later request: %+v %v", e, err)
+	}
+}
