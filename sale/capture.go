@@ -31,7 +31,6 @@ const maxBackgroundCaptures = 1024
 // captures runs the captures started after their confirms' answers.
 type captures struct {
 	slots chan struct{}
-	wg    sync.WaitGroup
 
 	mu      sync.Mutex
 	running map[boxoffice.ID]chan struct{} // booking -> closed when its capture ends
@@ -55,16 +54,18 @@ func (c *captures) start(booking boxoffice.ID, capture func()) {
 	c.mu.Lock()
 	c.running[booking] = done
 	c.mu.Unlock()
-	c.wg.Go(func() {
+	go func() {
 		defer func() {
 			c.mu.Lock()
-			delete(c.running, booking)
+			if c.running[booking] == done {
+				delete(c.running, booking)
+			}
 			c.mu.Unlock()
 			close(done)
 			<-c.slots
 		}()
 		capture()
-	})
+	}()
 }
 
 // wait returns once booking's capture in this process (if any) has
@@ -82,20 +83,24 @@ func (c *captures) wait(ctx context.Context, booking boxoffice.ID) {
 	}
 }
 
-// WaitCaptures returns once the captures this process started after their
-// confirms' answers have ended, or ctx has (then ctx's error): a process
-// stopping calls it after its last request, so that it leaves none to the
-// reconciler.
+// WaitCaptures returns once the captures running after their confirms'
+// answers when it is called have ended, or ctx has (then ctx's error): a
+// process stopping calls it after its last request, so that it leaves
+// none to the reconciler.
 func (s *Service) WaitCaptures(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		s.core.captures.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	c := s.core.captures
+	c.mu.Lock()
+	running := make([]chan struct{}, 0, len(c.running))
+	for _, done := range c.running {
+		running = append(running, done)
 	}
+	c.mu.Unlock()
+	for _, done := range running {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
