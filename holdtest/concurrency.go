@@ -33,45 +33,59 @@ func testOneWinnerPerSeat(t *testing.T, h Harness) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			event := newID()
-			type result struct {
-				hold boxoffice.Hold
-				err  error
-			}
-			results := make([]result, racers)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i := range results {
-				wg.Go(func() {
-					<-start
-					results[i].hold, results[i].err = h.Holds.Acquire(context.Background(), boxoffice.HoldRequest{
-						EventID: event, SeatIDs: tt.seats, Owner: newID(), TTL: long,
-					})
+			holds, errs := race(racers, func(int) (boxoffice.Hold, error) {
+				return h.Holds.Acquire(context.Background(), boxoffice.HoldRequest{
+					EventID: event, SeatIDs: tt.seats, Owner: newID(), TTL: long,
 				})
-			}
-			close(start)
-			wg.Wait()
-
-			var winners []boxoffice.Hold
-			for _, r := range results {
-				switch boxoffice.ErrorCode(r.err) {
-				case "":
-					winners = append(winners, r.hold)
-				case boxoffice.ESEATTAKEN:
-					if diff := cmp.Diff(tt.seats, boxoffice.ErrorSeats(r.err), sortStrings); diff != "" {
-						t.Errorf("loser's conflicting seats mismatch (-want +got):\n%s", diff)
-					}
-				default:
-					t.Errorf("Acquire = %v, want a hold or %s", r.err, boxoffice.ESEATTAKEN)
-				}
-			}
-			if len(winners) != 1 {
-				t.Fatalf("%d of %d racers got the seats, want exactly 1", len(winners), racers)
-			}
-			w := winners[0]
+			})
+			w := holds[oneWinner(t, errs, tt.seats)]
 			wantVerify(t, h, event, tt.seats, w.Owner, w.Fence, "")
 			wantHeld(t, h, event, tt.seats, allHeld(len(tt.seats), true))
 		})
 	}
+}
+
+// race runs n calls of acquire at once (released together) and returns
+// their holds and errors, by call.
+func race(n int, acquire func(i int) (boxoffice.Hold, error)) ([]boxoffice.Hold, []error) {
+	holds, errs := make([]boxoffice.Hold, n), make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			holds[i], errs[i] = acquire(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return holds, errs
+}
+
+// oneWinner fails the test unless exactly one of the racers' errs is nil
+// and every other is ESEATTAKEN naming seats; it returns the winner.
+func oneWinner(t *testing.T, errs []error, seats []string) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch boxoffice.ErrorCode(err) {
+		case "":
+			if winner >= 0 {
+				t.Fatalf("racers %d and %d both got %v", winner, i, seats)
+			}
+			winner = i
+		case boxoffice.ESEATTAKEN:
+			if diff := cmp.Diff(seats, boxoffice.ErrorSeats(err), sortStrings); diff != "" {
+				t.Errorf("loser's conflicting seats mismatch (-want +got):\n%s", diff)
+			}
+		default:
+			t.Errorf("racer %d: %v, want a hold or %s", i, err, boxoffice.ESEATTAKEN)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("none of %d racers got %v", len(errs), seats)
+	}
+	return winner
 }
 
 // Many buyers grab and give back random overlapping sets of 1-4 seats from
