@@ -30,7 +30,7 @@ const maxBackgroundCaptures = 1024
 
 // captures runs the captures started after their confirms' answers.
 type captures struct {
-	slots chan struct{}
+	max int // the most running at once
 
 	mu      sync.Mutex
 	running map[boxoffice.ID]chan struct{} // booking -> closed when its capture ends
@@ -38,20 +38,19 @@ type captures struct {
 
 // newCaptures returns captures that run at most max in the background.
 func newCaptures(max int) *captures {
-	return &captures{slots: make(chan struct{}, max), running: map[boxoffice.ID]chan struct{}{}}
+	return &captures{max: max, running: map[boxoffice.ID]chan struct{}{}}
 }
 
-// start runs capture for booking in the background, or at once when the
-// bound's worth are running.
+// start runs capture for booking in the background, or at once when max
+// are running.
 func (c *captures) start(booking boxoffice.ID, capture func()) {
-	select {
-	case c.slots <- struct{}{}:
-	default:
+	c.mu.Lock()
+	if len(c.running) >= c.max {
+		c.mu.Unlock()
 		capture()
 		return
 	}
 	done := make(chan struct{})
-	c.mu.Lock()
 	c.running[booking] = done
 	c.mu.Unlock()
 	go func() {
@@ -62,7 +61,6 @@ func (c *captures) start(booking boxoffice.ID, capture func()) {
 			}
 			c.mu.Unlock()
 			close(done)
-			<-c.slots
 		}()
 		capture()
 	}()
