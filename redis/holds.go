@@ -291,10 +291,14 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw) // crypto/rand.Read never fails
 	l := &lease{name: key, token: hex.EncodeToString(raw), ttl: millis(ttl)}
+	if err := validRequest(req); err != nil {
+		return boxoffice.Hold{}, none, err
+	}
 	var hold boxoffice.Hold
 	var err error
-	if g := h.oneSection(req); g != nil {
+	if groups := h.groups(req.EventID, req.SeatIDs, true); len(groups) == 1 && req.Supersede == 0 {
 		// The usual case: concurrent calls share one script per section.
+		g := groups[0]
 		l.key = h.leaseKey(req.EventID, g, key)
 		var res leasedGrant
 		if res, err = h.leased.Call(ctx, leasedAcquire{req: req, g: g, lease: l}); err != nil {
@@ -306,26 +310,13 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 			h.endLease(ctx, l) // the script may have taken it
 		}
 	} else {
-		hold, err = h.acquire(ctx, req, l)
+		hold, err = h.acquireGroups(ctx, req, groups, l)
 	}
 	if err != nil {
 		return boxoffice.Hold{}, none, err
 	}
 	var once sync.Once
 	return hold, func() { once.Do(func() { h.endLease(ctx, l) }) }, nil
-}
-
-// oneSection returns the seats of a valid request over one section that
-// supersedes nobody, for the batched path; nil for any other request,
-// which acquire takes (and checks) alone.
-func (h *Holds) oneSection(req boxoffice.HoldRequest) *group {
-	if req.Supersede != 0 || validRequest(req) != nil {
-		return nil
-	}
-	if groups := h.groups(req.EventID, req.SeatIDs, true); len(groups) == 1 {
-		return groups[0]
-	}
-	return nil
 }
 
 // leaseKey is an AcquireLeased lease's key, in the slot of the section g.
@@ -388,11 +379,15 @@ func (h *Holds) acquire(ctx context.Context, req boxoffice.HoldRequest, l *lease
 	if err := validRequest(req); err != nil {
 		return boxoffice.Hold{}, err
 	}
+	return h.acquireGroups(ctx, req, h.groups(req.EventID, req.SeatIDs, true), l)
+}
+
+// acquireGroups is acquire of a valid request, its seats in groups.
+func (h *Holds) acquireGroups(ctx context.Context, req boxoffice.HoldRequest, groups []*group, l *lease) (boxoffice.Hold, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, h.timeout())
 	defer cancel()
 
-	groups := h.groups(req.EventID, req.SeatIDs, true)
 	if l != nil {
 		l.key = h.leaseKey(req.EventID, groups[0], l.name)
 	}
