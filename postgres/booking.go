@@ -96,8 +96,10 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		// The checks travel in one round trip; the server runs them in
 		// order, so the ones after the lock run once it is held.
 		checks := &pgx.Batch{}
-		checks.Queue(`INSERT INTO event_users (event_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-			eventID, b.UserID)
+		// No foreign key checks the event (migration 0015): the insert
+		// creates the row of a known event only, and the lock finds none
+		// for an unknown one.
+		checks.Queue(ensureEventUsersSQL, []int64{eventID}, []string{b.UserID})
 		checks.Queue(`SELECT 1 FROM event_users WHERE event_id = $1 AND user_id = $2 FOR UPDATE`,
 			eventID, b.UserID)
 		if nb.Idempotency != nil {
@@ -131,13 +133,12 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		defer br.Close()
 
 		if _, err := br.Exec(); err != nil {
-			if pgCode(err) == codeForeignKeyViolation || noPartition(err) {
-				return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %s not found", b.EventID)
-			}
 			return err
 		}
-		if _, err := br.Exec(); err != nil {
+		if tag, err := br.Exec(); err != nil {
 			return err
+		} else if tag.RowsAffected() == 0 {
+			return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %s not found", b.EventID)
 		}
 		if nb.Idempotency != nil {
 			if _, err := br.Exec(); err != nil {

@@ -192,6 +192,13 @@ func TestPartitionWaitsForNoLongTransaction(t *testing.T) {
 	if _, err := tx.Exec(ctx, `INSERT INTO event_users (event_id, user_id) VALUES ($1, 'slow')`, int64(e.ID)); err != nil {
 		t.Fatal(err)
 	}
+	// The booking's row: attaching a partition of the tables that refer to
+	// bookings locks bookings against it.
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until, created_at, updated_at)
+		VALUES ($1, $2, 'slow', 'pending', 1, 0, now(), now(), now())`, int64(newID()), int64(e.ID)); err != nil {
+		t.Fatal(err)
+	}
 
 	show := time.Date(2032, 7, 14, 20, 0, 0, 0, time.UTC)
 	next := &boxoffice.Event{
