@@ -15,8 +15,10 @@ import (
 // them out of Lua's exponent notation.
 
 // acquireLua holds every seat or none. KEYS[1] is the group's fence counter,
-// KEYS[2..] its seats; ARGV is owner, ttl in ms, floor, and the owner whose
-// holds are superseded (empty for none). A seat is free if it has no value or
+// KEYS[2] its index of live holds, KEYS[3..] its seats; ARGV is owner, ttl
+// in ms, floor, the owner whose holds are superseded (empty for none), and
+// (ARGV[7]) the length of the seat keys' prefix, after which a key is its
+// seat's id. A seat is free if it has no value or
 // the value is the same owner's or the superseded owner's. The new fence is
 // the largest of counter+1, floor and the server clock in microseconds (see
 // the package comment). Reply: {1, fence, i, fence_i, expiry_i, who_i, ...},
@@ -27,7 +29,8 @@ import (
 //
 // With ARGV[5] (a lease token, Holds.AcquireLeased) the last key is the
 // lease's and ARGV[6] its ttl in ms: the script replies {-1} and writes
-// nothing while the lease exists, and takes it with the grant.
+// nothing while the lease exists, and takes it with the grant. A grant
+// enters each seat in the index with its expiry (see indexLua).
 const acquireLua = `
 local mine = ARGV[1] .. ':'
 local n = #mine
@@ -43,7 +46,7 @@ local now = redis.call('TIME')
 local nowms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local taken = {0}
 local reply = {1, 0}
-for i = 2, nk do
+for i = 3, nk do
   local v = redis.call('GET', KEYS[i])
   if v then
     local who, len = -1, 0
@@ -53,12 +56,12 @@ for i = 2, nk do
       who, len = 1, #sup
     end
     if who < 0 then
-      taken[#taken + 1] = i - 1
+      taken[#taken + 1] = i - 2
     else
       local pttl = redis.call('PTTL', KEYS[i])
       local f = tonumber(string.sub(v, len + 1))
       if pttl > 0 and f then
-        reply[#reply + 1] = i - 1
+        reply[#reply + 1] = i - 2
         reply[#reply + 1] = f
         reply[#reply + 1] = nowms + pttl
         reply[#reply + 1] = who
@@ -77,9 +80,16 @@ if floor > fence then fence = floor end
 local fs = string.format('%d', fence)
 redis.call('SET', KEYS[1], fs)
 local value = mine .. fs
-for i = 2, nk do
+local plen = tonumber(ARGV[7])
+local expiry = nowms + tonumber(ARGV[2])
+local entries = {}
+for i = 3, nk do
   redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
+  entries[#entries + 1] = expiry
+  entries[#entries + 1] = string.sub(KEYS[i], plen + 1)
 end
+redis.call('ZADD', KEYS[2], unpack(entries))
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
 if nk < #KEYS then redis.call('SET', KEYS[#KEYS], lease, 'PX', ARGV[6]) end
 reply[2] = fence
 return reply
@@ -87,9 +97,10 @@ return reply
 
 // acquireManyLua decides, in order, a batch of requests whose seats are all
 // in one section: each as acquireLua without a floor, seeing the grants of
-// the ones before it. KEYS[1] is the section's fence counter, then the
-// seats of each request in turn (repeats within a request dropped), each
-// followed by its lease's key if it has one; ARGV is six per request: its
+// the ones before it. KEYS[1] is the section's fence counter, KEYS[2] its
+// index of live holds, then the seats of each request in turn (repeats
+// within a request dropped), each followed by its lease's key if it has
+// one; ARGV[1] is the length of the seat keys' prefix, then six per request: its
 // number of seats, owner, ttl in ms, superseded owner (empty for none),
 // lease token and lease ttl in ms (both empty for none). Each grant gets
 // its own fence, the largest of counter+1 and the server clock in
@@ -100,11 +111,15 @@ return reply
 const acquireManyLua = `
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
+local nowms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local last = tonumber(redis.call('GET', KEYS[1]) or '0')
+local plen = tonumber(ARGV[1])
 local granted = false
+local longest = 0
+local entries = {}
 local reply = {}
-local k = 1
-for a = 1, #ARGV, 6 do
+local k = 2
+for a = 2, #ARGV, 6 do
   local n = tonumber(ARGV[a])
   local mine = ARGV[a + 1] .. ':'
   local sup = ''
@@ -129,8 +144,12 @@ for a = 1, #ARGV, 6 do
       if clock > fence then fence = clock end
       last, granted = fence, true
       local value = mine .. string.format('%d', fence)
+      local ttl = tonumber(ARGV[a + 2])
+      if ttl > longest then longest = ttl end
       for i = 1, n do
         redis.call('SET', KEYS[k + i], value, 'PX', ARGV[a + 2])
+        entries[#entries + 1] = nowms + ttl
+        entries[#entries + 1] = string.sub(KEYS[k + i], plen + 1)
       end
       if lk then redis.call('SET', lk, lease, 'PX', ARGV[a + 5]) end
       reply[#reply + 1] = {1, fence}
@@ -141,6 +160,11 @@ for a = 1, #ARGV, 6 do
 end
 if granted then
   redis.call('SET', KEYS[1], string.format('%d', last))
+  -- In chunks: unpack has a limit on the values it spreads.
+  for i = 1, #entries, 1000 do
+    redis.call('ZADD', KEYS[2], unpack(entries, i, math.min(i + 999, #entries)))
+  end
+  if redis.call('PTTL', KEYS[2]) < longest then redis.call('PEXPIRE', KEYS[2], longest) end
 end
 return reply
 `
@@ -174,42 +198,50 @@ end
 return {1}
 `
 
-// releaseLua deletes the seats in KEYS whose value belongs to the owner
-// ARGV[1]. Reply: how many keys it deleted.
+// releaseLua deletes the seats in KEYS[2..] whose value belongs to the
+// owner ARGV[1], and their entries in the index KEYS[1]; ARGV[2] is the
+// length of the seat keys' prefix. Reply: how many keys it deleted.
 const releaseLua = `
 local mine = ARGV[1] .. ':'
 local n = #mine
+local plen = tonumber(ARGV[2])
 local freed = 0
-for i = 1, #KEYS do
+for i = 2, #KEYS do
   local v = redis.call('GET', KEYS[i])
   if v and string.sub(v, 1, n) == mine then
     freed = freed + redis.call('DEL', KEYS[i])
+    redis.call('ZREM', KEYS[1], string.sub(KEYS[i], plen + 1))
   end
 end
 return freed
 `
 
 // undoLua gives back the seats of one section of a failed cross-section
-// Acquire. KEYS are the seats; ARGV[1] is the value that Acquire wrote
-// ("<owner>:<fence>"): only seats still holding exactly it are touched, so
-// a newer hold, even by the same owner, survives. ARGV[2] = 'prefix' makes
-// ARGV[1] an owner prefix "<owner>:" instead, for a section where the
-// outcome of the acquire script is unknown. ARGV[2+i] and ARGV[2+#KEYS+i]
-// are the value seat i had before and its absolute expiry in ms (empty if it
-// was free): such seats get their earlier hold back, the others are
-// deleted. Reply: 0.
+// Acquire. KEYS[1] is the section's index of live holds, KEYS[2..] the
+// seats; ARGV[1] is the value that Acquire wrote ("<owner>:<fence>"): only
+// seats still holding exactly it are touched, so a newer hold, even by the
+// same owner, survives. ARGV[2] = 'prefix' makes ARGV[1] an owner prefix
+// "<owner>:" instead, for a section where the outcome of the acquire
+// script is unknown. ARGV[3] is the length of the seat keys' prefix.
+// ARGV[3+i] and ARGV[3+n+i] (n seats) are the value seat i had before and
+// its absolute expiry in ms (empty if it was free): such seats get their
+// earlier hold back, the others are deleted; the index follows. Reply: 0.
 const undoLua = `
 local want = ARGV[1]
 local prefix = ARGV[2] == 'prefix'
-local n = #KEYS
+local plen = tonumber(ARGV[3])
+local n = #KEYS - 1
 for i = 1, n do
-  local v = redis.call('GET', KEYS[i])
+  local key = KEYS[1 + i]
+  local v = redis.call('GET', key)
   if v and (v == want or (prefix and string.sub(v, 1, #want) == want)) then
-    local old = ARGV[2 + i]
+    local old = ARGV[3 + i]
     if old and old ~= '' then
-      redis.call('SET', KEYS[i], old, 'PXAT', ARGV[2 + n + i])
+      redis.call('SET', key, old, 'PXAT', ARGV[3 + n + i])
+      redis.call('ZADD', KEYS[1], ARGV[3 + n + i], string.sub(key, plen + 1))
     else
-      redis.call('DEL', KEYS[i])
+      redis.call('DEL', key)
+      redis.call('ZREM', KEYS[1], string.sub(key, plen + 1))
     end
   end
 end
