@@ -62,17 +62,22 @@ type QueueState struct {
 	tags  *lru.Cache[tagsOf, []string]
 	// ids remembers the (event, user, key) of the request ids this process
 	// admitted or looked up, which never change, so that a poll of a
-	// request it knows reads its entry in one round trip, not two.
+	// request it knows reads its entry in one round trip, not two; and,
+	// once known, the request itself, which never changes either, so
+	// that the poll reads only the entry's state, not the request's
+	// JSON, and decodes none.
 	ids *lru.Cache[boxoffice.ID, idRef]
 }
 
-// idRef is what the id index says of a request id: where its entry is.
+// idRef is what the id index says of a request id: where its entry is;
+// and the request, when this process has it.
 type idRef struct {
 	event     boxoffice.ID
 	user, key string
+	req       *boxoffice.QueuedRequest // read only; nil until known
 }
 
-// maxIDs bounds QueueState.ids (some 100 bytes each).
+// maxIDs bounds QueueState.ids (some 300 bytes each with the request).
 const maxIDs = 1 << 17
 
 var _ boxoffice.QueueState = (*QueueState)(nil)
@@ -541,27 +546,28 @@ func (q *QueueState) index(ctx context.Context, r *boxoffice.QueuedRequest) erro
 	return nil
 }
 
-// lookup finds the entry key of a request id: from ids, or from the id
-// index.
-func (q *QueueState) lookup(ctx context.Context, id boxoffice.ID) (string, error) {
+// lookup finds the entry key of a request id, and the request if this
+// process has it: from ids, or from the id index.
+func (q *QueueState) lookup(ctx context.Context, id boxoffice.ID) (string, *boxoffice.QueuedRequest, error) {
 	ref, ok := q.ids.Get(id)
 	if !ok {
 		var err error
 		if ref, err = q.readIndex(ctx, id); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		q.ids.Add(id, ref)
 	}
 	k, err := q.slotsOf(ctx, ref.event)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return q.entryKey(ref.event, k, ref.user, ref.key), nil
+	return q.entryKey(ref.event, k, ref.user, ref.key), ref.req, nil
 }
 
-// remember adds a request's place to ids.
+// remember adds a request and its place to ids.
 func (q *QueueState) remember(r *boxoffice.QueuedRequest) {
-	q.ids.Add(r.ID, idRef{event: r.EventID, user: r.UserID, key: r.IdempotencyKey})
+	c := *r
+	q.ids.Add(r.ID, idRef{event: r.EventID, user: r.UserID, key: r.IdempotencyKey, req: &c})
 }
 
 // readIndex reads a request id's entry in the id index.
@@ -656,12 +662,7 @@ func (q *QueueState) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest)
 		if err != nil {
 			return nil, boxoffice.Unavailable("the queue state", err)
 		}
-		m := make(map[string]string, len(stateFields))
-		for j, v := range vs {
-			if s, err := v.ToString(); err == nil {
-				m[stateFields[j]] = s
-			}
-		}
+		m := stateOf(vs)
 		if m["id"] != rs[i].ID.String() {
 			continue // none, or another request's
 		}
@@ -669,6 +670,17 @@ func (q *QueueState) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest)
 		out[i] = decodeState(m, &r)
 	}
 	return out, nil
+}
+
+// stateOf maps the values of an HMGET of stateFields to their fields.
+func stateOf(vs []rueidis.RedisMessage) map[string]string {
+	m := make(map[string]string, len(stateFields))
+	for j, v := range vs {
+		if s, err := v.ToString(); err == nil && j < len(stateFields) {
+			m[stateFields[j]] = s
+		}
+	}
+	return m
 }
 
 func requestEvents(rs []*boxoffice.QueuedRequest) []boxoffice.ID {
@@ -686,17 +698,33 @@ var stateFields = []string{"id", "pos", "status", "reason", "message", "booking"
 func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEntry, error) {
 	ctx, cancel := q.ctx(ctx)
 	defer cancel()
-	key, err := q.lookup(ctx, id)
+	key, req, err := q.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	if req != nil {
+		vs, err := q.client.Do(ctx, q.client.B().Hmget().Key(key).Field(stateFields...).Build()).ToArray()
+		if err != nil {
+			return nil, boxoffice.Unavailable("the queue state", err)
+		}
+		m := stateOf(vs)
+		if m["id"] != id.String() {
+			// None, or a later request's under the same key: this one's
+			// is gone (its index would have expired with it).
+			return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
+		}
+		r := *req
+		return decodeState(m, &r), nil
+	}
 	e, err := q.entry(ctx, key)
-	if err == nil && e.Request.ID != id {
-		// The entry under the request's key is a later request's: this
-		// one's is gone (its index would have expired with it).
+	if err != nil {
+		return nil, err
+	}
+	if e.Request.ID != id {
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
 	}
-	return e, err
+	q.remember(e.Request)
+	return e, nil
 }
 
 // Finish records a queued request's outcome once.

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"github.com/google/go-cmp/cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -487,5 +488,55 @@ func TestEntryByIDIsItsOwn(t *testing.T) {
 	}
 	if e, err := q.Entry(ctx, later.ID); err != nil || e.Request.ID != later.ID {
 		t.Errorf("Entry of the later request: %+v %v", e, err)
+	}
+}
+
+// A poll of a request this process knows reads only the entry's state and
+// keeps the request it has: what it answers must be what a process that
+// reads the whole entry answers, through the draw's position and the
+// outcome.
+func TestEntryOfAKnownRequestFollowsItsState(t *testing.T) {
+	client := dialSingle(t)
+	prefix := newPrefix(t, client)
+	q := NewQueueState(client, prefix)
+	ctx := t.Context()
+	ev := initEvent(t, q)
+	r := queuetest.Request(ev, "fan")
+	if _, _, err := q.Admit(ctx, r, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	same := func(when string, want boxoffice.QueueStatus) *boxoffice.QueueEntry {
+		t.Helper()
+		known, err := q.Entry(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A new process reads it by the index and the whole entry.
+		whole, err := NewQueueState(client, prefix).Entry(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(whole, known); diff != "" {
+			t.Fatalf("%s: the entry read by state only differs from the whole one (-whole +known):\n%s", when, diff)
+		}
+		if known.Status != want {
+			t.Fatalf("%s: status %s, want %s", when, known.Status, want)
+		}
+		return known
+	}
+	same("waiting", boxoffice.QueueWaiting)
+	if _, err := q.Open(ctx, ev, func(ids []boxoffice.ID) []boxoffice.ID { return ids }); err != nil {
+		t.Fatal(err)
+	}
+	if e := same("drawn", boxoffice.QueueQueued); e.Request.Position != 1 {
+		t.Fatalf("position after the draw = %d, want 1", e.Request.Position)
+	}
+	o := boxoffice.QueueOutcome{Status: boxoffice.QueueHeld, BookingID: r.ID, HeldUntil: time.Now().Add(time.Minute).Truncate(time.Millisecond).UTC(),
+		FinishedAt: time.Now().Truncate(time.Millisecond).UTC()}
+	if _, err := q.Finish(ctx, r, o); err != nil {
+		t.Fatal(err)
+	}
+	if e := same("held", boxoffice.QueueHeld); e.BookingID != r.ID || !e.HeldUntil.Equal(o.HeldUntil) {
+		t.Fatalf("held entry %+v, want booking %s until %s", e, r.ID, o.HeldUntil)
 	}
 }
