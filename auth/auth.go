@@ -18,7 +18,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/internal/lru"
 )
 
 // ErrSecretExposed is LoadOrCreateSecret's warning that the secret's file
@@ -34,26 +33,7 @@ type Authenticator struct {
 	now    func() time.Time
 	opts   Options
 	parser *jwt.Parser // built from opts once: Verify runs on every request
-	// seen keeps the tokens verified lately, by their exact text, with
-	// the times they are good between: a buyer's polls and confirm carry
-	// the token of their reserve, and checking its signature again costs
-	// an HMAC and a JSON decode each time. A token differing by one byte
-	// is another key, verified in full.
-	seen *lru.Cache[string, seenToken]
 }
-
-// seenToken is a verified token's user and the times it is good between
-// (its iat or nbf, and its exp, each with the parser's leeway).
-type seenToken struct {
-	u           boxoffice.User
-	from, until time.Time
-}
-
-// maxSeenTokens bounds Authenticator.seen (some 400 bytes a token).
-const maxSeenTokens = 1 << 15
-
-// leeway is how far the token's times may be off the clock.
-const leeway = 5 * time.Second
 
 // Options are what a token must say besides its signature and expiry,
 // for a service behind an identity provider that issues tokens for
@@ -77,7 +57,6 @@ func (a *Authenticator) Require(o Options) {
 	}
 	a.opts = o
 	a.parser = a.newParser()
-	a.seen = lru.New[string, seenToken](maxSeenTokens) // verified under other rules
 }
 
 func (a *Authenticator) newParser() *jwt.Parser {
@@ -86,7 +65,7 @@ func (a *Authenticator) newParser() *jwt.Parser {
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(), // an iat in the future is refused
 		jwt.WithTimeFunc(a.now),
-		jwt.WithLeeway(leeway),
+		jwt.WithLeeway(5 * time.Second),
 	}
 	if a.opts.Audience != "" {
 		opts = append(opts, jwt.WithAudience(a.opts.Audience))
@@ -105,8 +84,7 @@ func New(secret []byte, now func() time.Time) (*Authenticator, error) {
 	if now == nil {
 		now = time.Now
 	}
-	a := &Authenticator{secret: secret, now: now, opts: Options{MaxLifetime: DefaultMaxLifetime},
-		seen: lru.New[string, seenToken](maxSeenTokens)}
+	a := &Authenticator{secret: secret, now: now, opts: Options{MaxLifetime: DefaultMaxLifetime}}
 	a.parser = a.newParser()
 	return a, nil
 }
@@ -180,23 +158,8 @@ func (a *Authenticator) IssueScoped(sub, role string, ttl time.Duration, events 
 }
 
 // Verify checks a token's signature, algorithm and expiry and returns the
-// user it names. Any failure is an EUNAUTHORIZED *boxoffice.Error. A token
-// verified lately is only checked against the clock again.
+// user it names. Any failure is an EUNAUTHORIZED *boxoffice.Error.
 func (a *Authenticator) Verify(token string) (boxoffice.User, error) {
-	now := a.now()
-	if t, ok := a.seen.Get(token); ok && !now.Before(t.from) && now.Before(t.until) {
-		return t.u, nil
-	}
-	u, from, err := a.verify(token)
-	if err == nil {
-		a.seen.Add(token, seenToken{u: u, from: from.Add(-leeway), until: u.Expires.Add(leeway)})
-	}
-	return u, err
-}
-
-// verify is Verify without the tokens seen; from is the later of the
-// token's iat and nbf (zero without either).
-func (a *Authenticator) verify(token string) (boxoffice.User, time.Time, error) {
 	var c verified
 	_, err := a.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.secret, nil })
 	if err != nil {
@@ -211,34 +174,28 @@ func (a *Authenticator) verify(token string) (boxoffice.User, time.Time, error) 
 		case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
 			msg = "token issued in the future"
 		}
-		return boxoffice.User{}, time.Time{}, &boxoffice.Error{Code: boxoffice.EUNAUTHORIZED, Message: msg, Err: err}
+		return boxoffice.User{}, &boxoffice.Error{Code: boxoffice.EUNAUTHORIZED, Message: msg, Err: err}
 	}
 	if c.Subject == "" || len(c.Subject) > 128 {
-		return boxoffice.User{}, time.Time{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token has no valid sub")
+		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token has no valid sub")
 	}
 	expires := date(c.Expires).Time // required by the parser
-	start := a.now()
+	from := a.now()
 	if c.Issued != nil {
-		start = date(c.Issued).Time
+		from = date(c.Issued).Time
 	}
-	if expires.Sub(start) > a.opts.MaxLifetime+leeway {
-		return boxoffice.User{}, time.Time{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token lives longer than %s", a.opts.MaxLifetime)
+	if expires.Sub(from) > a.opts.MaxLifetime+5*time.Second {
+		return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token lives longer than %s", a.opts.MaxLifetime)
 	}
 	u := boxoffice.User{ID: c.Subject, Role: c.Role, Expires: expires}
 	for _, e := range c.Events {
 		id, err := boxoffice.ParseID(e)
 		if err != nil {
-			return boxoffice.User{}, time.Time{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token's events claim is not a list of event ids")
+			return boxoffice.User{}, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "token's events claim is not a list of event ids")
 		}
 		u.Events = append(u.Events, id)
 	}
-	var from time.Time // good from the later of iat and nbf
-	for _, t := range []*float64{c.Issued, c.NotYet} {
-		if d := date(t); d != nil && d.After(from) {
-			from = d.Time
-		}
-	}
-	return u, from, nil
+	return u, nil
 }
 
 // LoadOrCreateSecret returns the secret kept in dir/auth.secret, making a

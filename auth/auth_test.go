@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,70 +142,15 @@ func TestTokenClaims(t *testing.T) {
 	}
 }
 
-// A token verified once is taken again without its signature checked, but
-// only while the clock is within its times and under the rules it was
-// verified by; a token one byte off is checked in full.
-func TestSeenTokens(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	a, _ := New(secret, func() time.Time { return now })
-	sign := func(c jwt.MapClaims) string {
-		s, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
-		return s
-	}
-	tok := sign(jwt.MapClaims{"sub": "u", "iat": now.Unix(), "nbf": now.Unix() + 4, "exp": now.Add(time.Hour).Unix()})
-	start := now
-	if _, err := a.Verify(tok); err != nil {
-		t.Fatalf("a token good from within the leeway: %v", err)
-	}
-	for _, tt := range []struct {
-		name string
-		at   time.Time
-		ok   bool
-	}{
-		{"Again", start, true},
-		{"BeforeItsNbf", start.Add(-2 * time.Second), false}, // a clock set back
-		{"NearItsExpiry", start.Add(time.Hour + 4*time.Second), true},
-		{"PastItsExpiry", start.Add(time.Hour + 5*time.Second), false},
-	} {
-		now = tt.at
-		if _, err := a.Verify(tok); (err == nil) != tt.ok {
-			t.Errorf("%s: Verify = %v, want ok %v", tt.name, err, tt.ok)
-		}
-	}
-	now = start
-	if _, err := a.Verify(tok[:len(tok)-1] + "A"); boxoffice.ErrorCode(err) != boxoffice.EUNAUTHORIZED {
-		t.Errorf("the token with its last byte changed: %v, want EUNAUTHORIZED", err)
-	}
-	a.Require(Options{Audience: "boxoffice"})
-	if _, err := a.Verify(tok); boxoffice.ErrorCode(err) != boxoffice.EUNAUTHORIZED {
-		t.Errorf("a token seen before an audience was required, without one: %v, want EUNAUTHORIZED", err)
-	}
-}
-
 // BenchmarkVerify is one request's token check (every authenticated call
-// pays it): a token seen before, and one seen for the first time.
+// pays it).
 func BenchmarkVerify(b *testing.B) {
 	a, _ := New(secret, nil)
-	b.Run("Seen", func(b *testing.B) {
-		tok, _ := a.Issue("bench-user-123456", "", time.Hour)
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := a.Verify(tok); err != nil {
-				b.Fatal(err)
-			}
+	tok, _ := a.Issue("bench-user-123456", "", time.Hour)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Verify(tok); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("New", func(b *testing.B) {
-		toks := make([]string, b.N)
-		for i := range toks {
-			toks[i], _ = a.Issue("bench-user-"+strconv.Itoa(i), "", time.Hour)
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			if _, err := a.Verify(toks[i]); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	}
 }
