@@ -120,20 +120,22 @@
 // many of its seats: one ZRANGEBYSCORE from now, whose cost follows the
 // holds that are live, not the seats. An entry whose hold ran out stays
 // until the seat is held again (at most one per seat); the index expires
-// with its last live hold. Holds written by a version before the index
-// are missing from it, so a seat map shows them free until they run out;
-// the lock decides anyway.
+// with its last live hold. While nodes of a version before the index still
+// run, their holds are missing from it (a seat map shows them free until
+// they run out) and their releases stay in it (shown held until the hold
+// would have run out); the lock decides anyway.
 //
 // # Reads and failures
 //
 // Verify reads with MGET per section (in chunks of mgetChunk keys), and Held
 // with MGET or the index, all in one pipelined DoMulti: one round trip
-// whatever the number of seats (on a cluster, one per node, in parallel). Every call is bounded by
-// Timeout; any Redis or network error is returned as EUNAVAILABLE (fail
-// closed), and rueidis reconnects by itself when the server is back. The
-// scripts run by EVALSHA and fall back to EVAL on NOSCRIPT, so a restarted
-// server or a SCRIPT FLUSH costs one extra round trip. They need Redis 6.2
-// or later (SET ... PXAT, KEEPTTL, TIME before writes in a script).
+// whatever the number of seats (on a cluster, one per node, in parallel).
+// Every call is bounded by Timeout; any Redis or network error is returned
+// as EUNAVAILABLE (fail closed), and rueidis reconnects by itself when the
+// server is back. The scripts run by EVALSHA and fall back to EVAL on
+// NOSCRIPT, so a restarted server or a SCRIPT FLUSH costs one extra round
+// trip. They need Redis 6.2 or later (SET ... PXAT, KEEPTTL, TIME before
+// writes in a script).
 package redis
 
 import (
@@ -928,10 +930,8 @@ func (h *Holds) held(ctx context.Context, groups []*group, indexed func(*group) 
 		from = append(from, len(cmds))
 		if indexed(g) {
 			cmds = append(cmds, h.client.B().Zrangebyscore().Key(g.index).Min(now).Max("+inf").Build())
-			continue
-		}
-		for i := 0; i < len(g.keys); i += mgetChunk {
-			cmds = append(cmds, h.client.B().Mget().Key(g.keys[i:min(i+mgetChunk, len(g.keys))]...).Build())
+		} else {
+			cmds = h.mgets(cmds, g)
 		}
 	}
 	res := h.client.DoMulti(ctx, cmds...)
@@ -970,9 +970,7 @@ func (h *Holds) mget(ctx context.Context, groups []*group) ([][]string, error) {
 	var from []int
 	for _, g := range groups {
 		from = append(from, len(cmds))
-		for i := 0; i < len(g.keys); i += mgetChunk {
-			cmds = append(cmds, h.client.B().Mget().Key(g.keys[i:min(i+mgetChunk, len(g.keys))]...).Build())
-		}
+		cmds = h.mgets(cmds, g)
 	}
 	res := h.client.DoMulti(ctx, cmds...)
 	out := make([][]string, len(groups))
@@ -984,6 +982,14 @@ func (h *Holds) mget(ctx context.Context, groups []*group) ([][]string, error) {
 		out[gi] = vals
 	}
 	return out, nil
+}
+
+// mgets appends the MGETs of g's seats to cmds, mgetChunk keys each.
+func (h *Holds) mgets(cmds rueidis.Commands, g *group) rueidis.Commands {
+	for i := 0; i < len(g.keys); i += mgetChunk {
+		cmds = append(cmds, h.client.B().Mget().Key(g.keys[i:min(i+mgetChunk, len(g.keys))]...).Build())
+	}
+	return cmds
 }
 
 // readMget reads n values from the MGETs in res of mgetChunk keys each
