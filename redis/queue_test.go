@@ -444,15 +444,8 @@ func TestSlotTagsSpreadOverPrimaries(t *testing.T) {
 // index) and a later request took the key, the id is not found, not
 // answered with the later request's entry.
 func TestEntryByIDIsItsOwn(t *testing.T) {
-	client := dialSingle(t)
-	prefix := newPrefix(t, client)
-	q := NewQueueState(client, prefix)
-	ctx := t.Context()
-	ev := initEvent(t, q)
-	first := queuetest.Request(ev, "fan")
-	if _, _, err := q.Admit(ctx, first, 1, false); err != nil {
-		t.Fatal(err)
-	}
+	client, prefix, q, first := admitOne(t, false)
+	ev, ctx := first.EventID, t.Context()
 	// Another process reads it through the index; this one without.
 	other := NewQueueState(client, prefix)
 	for _, s := range []*QueueState{q, other} {
@@ -496,15 +489,8 @@ func TestEntryByIDIsItsOwn(t *testing.T) {
 // reads the whole entry answers, through the draw's position and the
 // outcome.
 func TestEntryOfAKnownRequestFollowsItsState(t *testing.T) {
-	client := dialSingle(t)
-	prefix := newPrefix(t, client)
-	q := NewQueueState(client, prefix)
-	ctx := t.Context()
-	ev := initEvent(t, q)
-	r := queuetest.Request(ev, "fan")
-	if _, _, err := q.Admit(ctx, r, 1, true); err != nil {
-		t.Fatal(err)
-	}
+	client, prefix, q, r := admitOne(t, true)
+	ev, ctx := r.EventID, t.Context()
 	same := func(when string, want boxoffice.QueueStatus) *boxoffice.QueueEntry {
 		t.Helper()
 		known, err := q.Entry(ctx, r.ID)
@@ -539,4 +525,18 @@ func TestEntryOfAKnownRequestFollowsItsState(t *testing.T) {
 	if e := same("held", boxoffice.QueueHeld); e.BookingID != r.ID || !e.HeldUntil.Equal(o.HeldUntil) {
 		t.Fatalf("held entry %+v, want booking %s until %s", e, r.ID, o.HeldUntil)
 	}
+}
+
+// admitOne admits one request of a new event, to the waiting room with
+// preQueue, under a new prefix on the single server.
+func admitOne(t *testing.T, preQueue bool) (rueidis.Client, string, *QueueState, *boxoffice.QueuedRequest) {
+	t.Helper()
+	client := dialSingle(t)
+	prefix := newPrefix(t, client)
+	q := NewQueueState(client, prefix)
+	r := queuetest.Request(initEvent(t, q), "fan")
+	if _, _, err := q.Admit(t.Context(), r, 1, preQueue); err != nil {
+		t.Fatal(err)
+	}
+	return client, prefix, q, r
 }
