@@ -654,33 +654,39 @@ func (q *QueueState) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest)
 	}
 	cmds := make(rueidis.Commands, len(rs))
 	for i, r := range rs {
-		cmds[i] = q.client.B().Hmget().Key(q.entryKey(r.EventID, slots[r.EventID], r.UserID, r.IdempotencyKey)).
-			Field(stateFields...).Build()
+		cmds[i] = q.stateCmd(q.entryKey(r.EventID, slots[r.EventID], r.UserID, r.IdempotencyKey))
 	}
 	for i, res := range q.client.DoMulti(ctx, cmds...) {
-		vs, err := res.ToArray()
-		if err != nil {
-			return nil, boxoffice.Unavailable("the queue state", err)
+		if out[i], err = stateEntry(res, rs[i]); err != nil {
+			return nil, err
 		}
-		m := stateOf(vs)
-		if m["id"] != rs[i].ID.String() {
-			continue // none, or another request's
-		}
-		r := *rs[i]
-		out[i] = decodeState(m, &r)
 	}
 	return out, nil
 }
 
-// stateOf maps the values of an HMGET of stateFields to their fields.
-func stateOf(vs []rueidis.RedisMessage) map[string]string {
+// stateCmd reads the state fields of the entry under key.
+func (q *QueueState) stateCmd(key string) rueidis.Completed {
+	return q.client.B().Hmget().Key(key).Field(stateFields...).Build()
+}
+
+// stateEntry is r's entry from the reply to its stateCmd, with r as its
+// request; nil when the key holds no entry, or another request's.
+func stateEntry(res rueidis.RedisResult, r *boxoffice.QueuedRequest) (*boxoffice.QueueEntry, error) {
+	vs, err := res.ToArray()
+	if err != nil {
+		return nil, boxoffice.Unavailable("the queue state", err)
+	}
 	m := make(map[string]string, len(stateFields))
 	for j, v := range vs {
 		if s, err := v.ToString(); err == nil && j < len(stateFields) {
 			m[stateFields[j]] = s
 		}
 	}
-	return m
+	if m["id"] != r.ID.String() {
+		return nil, nil
+	}
+	c := *r
+	return decodeState(m, &c), nil
 }
 
 func requestEvents(rs []*boxoffice.QueuedRequest) []boxoffice.ID {
@@ -702,28 +708,23 @@ func (q *QueueState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.Que
 	if err != nil {
 		return nil, err
 	}
+	var e *boxoffice.QueueEntry
 	if req != nil {
-		vs, err := q.client.Do(ctx, q.client.B().Hmget().Key(key).Field(stateFields...).Build()).ToArray()
-		if err != nil {
-			return nil, boxoffice.Unavailable("the queue state", err)
-		}
-		m := stateOf(vs)
-		if m["id"] != id.String() {
-			// None, or a later request's under the same key: this one's
-			// is gone (its index would have expired with it).
-			return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
-		}
-		r := *req
-		return decodeState(m, &r), nil
+		e, err = stateEntry(q.client.Do(ctx, q.stateCmd(key)), req)
+	} else {
+		e, err = q.entry(ctx, key)
 	}
-	e, err := q.entry(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	if e.Request.ID != id {
+	if e == nil || e.Request.ID != id {
+		// None, or a later request's under the same key: this one's is
+		// gone (its index would have expired with it).
 		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "no queued request %d", id)
 	}
-	q.remember(e.Request)
+	if req == nil {
+		q.remember(e.Request)
+	}
 	return e, nil
 }
 
