@@ -215,7 +215,8 @@ type group struct {
 	pos     []int    // the index of each seat in the request
 	counter string   // the section's fence counter key
 	index   string   // the section's index of live holds
-	plen    string   // the length of the seat keys' prefix, for the scripts
+	prefix  string   // its seat keys' prefix: a key is prefix + seat id
+	plen    string   // len(prefix), for the scripts
 }
 
 // groups splits seatIDs by section, sorted by section name. With distinct it
@@ -240,13 +241,14 @@ func (h *Holds) groups(eventID boxoffice.ID, seatIDs []string, distinct bool) []
 		if g == nil {
 			tag := "{" + ev + ":" + sec + "}"
 			g = &group{section: sec, counter: h.prefix + "fence:" + tag, index: h.prefix + "held:" + tag,
-				plen: strconv.Itoa(len(h.prefix) + len("seat:") + len(tag) + 1)}
+				prefix: h.prefix + "seat:" + tag + ":"}
+			g.plen = strconv.Itoa(len(g.prefix))
 			by[sec] = g
 			out = append(out, g)
 		}
 		g.seats = append(g.seats, id)
 		g.pos = append(g.pos, i)
-		g.keys = append(g.keys, h.prefix+"seat:{"+ev+":"+sec+"}:"+id)
+		g.keys = append(g.keys, g.prefix+id)
 	}
 	slices.SortFunc(out, func(a, b *group) int { return cmp.Compare(a.section, b.section) })
 	return out
