@@ -33,21 +33,21 @@ func testOneWinnerPerSeat(t *testing.T, h Harness) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			event := newID()
-			holds, errs := race(racers, func(int) (boxoffice.Hold, error) {
+			holds, errs := Race(racers, func(int) (boxoffice.Hold, error) {
 				return h.Holds.Acquire(context.Background(), boxoffice.HoldRequest{
 					EventID: event, SeatIDs: tt.seats, Owner: newID(), TTL: long,
 				})
 			})
-			w := holds[oneWinner(t, errs, tt.seats)]
+			w := holds[OneWinner(t, errs, tt.seats)]
 			wantVerify(t, h, event, tt.seats, w.Owner, w.Fence, "")
 			wantHeld(t, h, event, tt.seats, allHeld(len(tt.seats), true))
 		})
 	}
 }
 
-// race runs n calls of acquire at once (released together) and returns
+// Race runs n calls of acquire at once (released together) and returns
 // their holds and errors, by call.
-func race(n int, acquire func(i int) (boxoffice.Hold, error)) ([]boxoffice.Hold, []error) {
+func Race(n int, acquire func(i int) (boxoffice.Hold, error)) ([]boxoffice.Hold, []error) {
 	holds, errs := make([]boxoffice.Hold, n), make([]error, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -62,9 +62,9 @@ func race(n int, acquire func(i int) (boxoffice.Hold, error)) ([]boxoffice.Hold,
 	return holds, errs
 }
 
-// oneWinner fails the test unless exactly one of the racers' errs is nil
+// OneWinner fails the test unless exactly one of the racers' errs is nil
 // and every other is ESEATTAKEN naming seats; it returns the winner.
-func oneWinner(t *testing.T, errs []error, seats []string) int {
+func OneWinner(t *testing.T, errs []error, seats []string) int {
 	t.Helper()
 	winner := -1
 	for i, err := range errs {

@@ -145,11 +145,11 @@ func testLeasedStorm(t *testing.T, h Harness) {
 	for i := range keys {
 		keys[i] = newKey("storm")
 	}
-	holds, errs := race(n, func(i int) (boxoffice.Hold, error) {
+	holds, errs := Race(n, func(i int) (boxoffice.Hold, error) {
 		hold, _, err := acquireLeased(lh, ev, seats("A", 1, 2), keys[i], long)
 		return hold, err
 	})
-	winner := oneWinner(t, errs, seats("A", 1, 2))
+	winner := OneWinner(t, errs, seats("A", 1, 2))
 	w := holds[winner]
 	if err := h.Holds.Verify(context.Background(), ev, seats("A", 1, 2), w.Owner, w.Fence); err != nil {
 		t.Errorf("the winner does not hold its seats: %v", err)

@@ -37,40 +37,12 @@ func TestPGHoldsOneWinnerAcrossProcesses(t *testing.T) {
 	seat := boxoffice.SeatID("Floor", "A", 1)
 
 	const racers = 50
-	holds := make([]boxoffice.Hold, racers)
-	errs := make([]error, racers)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range racers {
-		wg.Go(func() {
-			<-start
-			holds[i], errs[i] = procs[i%2].Acquire(ctx, boxoffice.HoldRequest{
-				EventID: event, SeatIDs: []string{seat}, Owner: boxoffice.ID(i + 1), TTL: time.Minute,
-			})
+	holds, errs := holdtest.Race(racers, func(i int) (boxoffice.Hold, error) {
+		return procs[i%2].Acquire(ctx, boxoffice.HoldRequest{
+			EventID: event, SeatIDs: []string{seat}, Owner: boxoffice.ID(i + 1), TTL: time.Minute,
 		})
-	}
-	close(start)
-	wg.Wait()
-
-	winner := -1
-	for i, err := range errs {
-		switch boxoffice.ErrorCode(err) {
-		case "":
-			if winner >= 0 {
-				t.Errorf("racers %d and %d both got %s", winner, i, seat)
-			}
-			winner = i
-		case boxoffice.ESEATTAKEN:
-			if got := boxoffice.ErrorSeats(err); !slices.Equal(got, []string{seat}) {
-				t.Errorf("racer %d: seats in the way = %v, want [%s]", i, got, seat)
-			}
-		default:
-			t.Errorf("racer %d: Acquire = %v, want a hold or %s", i, err, boxoffice.ESEATTAKEN)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no racer got the seat")
-	}
+	})
+	winner := holdtest.OneWinner(t, errs, []string{seat})
 	w := holds[winner]
 	other := procs[(winner+1)%2]
 	if err := other.Verify(ctx, event, w.SeatIDs, w.Owner, w.Fence); err != nil {
