@@ -219,9 +219,31 @@ type group struct {
 	plen    string   // len(prefix), for the scripts
 }
 
-// groups splits seatIDs by section, sorted by section name. With distinct it
-// drops repeated seat ids.
+// groups splits seatIDs by section, sorted by section name, with their keys.
+// With distinct it drops repeated seat ids.
 func (h *Holds) groups(eventID boxoffice.ID, seatIDs []string, distinct bool) []*group {
+	groups := h.sections(eventID, seatIDs, distinct)
+	for _, g := range groups {
+		g.seatKeys()
+	}
+	return groups
+}
+
+// seatKeys returns g's seat keys, aligned with its seats, building them on
+// first use: a seat map's read from the index of live holds needs none, and
+// building 70,000 of them a second was most of what the inventory allocated.
+func (g *group) seatKeys() []string {
+	if g.keys == nil {
+		g.keys = make([]string, len(g.seats))
+		for i, id := range g.seats {
+			g.keys[i] = g.prefix + id
+		}
+	}
+	return g.keys
+}
+
+// sections is groups without the seat keys.
+func (h *Holds) sections(eventID boxoffice.ID, seatIDs []string, distinct bool) []*group {
 	ev := eventID.String()
 	by := make(map[string]*group)
 	var seen map[string]bool
@@ -248,7 +270,6 @@ func (h *Holds) groups(eventID boxoffice.ID, seatIDs []string, distinct bool) []
 		}
 		g.seats = append(g.seats, id)
 		g.pos = append(g.pos, i)
-		g.keys = append(g.keys, g.prefix+id)
 	}
 	slices.SortFunc(out, func(a, b *group) int { return cmp.Compare(a.section, b.section) })
 	return out
@@ -899,8 +920,8 @@ func (h *Holds) Held(ctx context.Context, eventID boxoffice.ID, seatIDs []string
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.timeout())
 	defer cancel()
-	groups := h.groups(eventID, seatIDs, false)
-	held, err := h.held(ctx, groups, func(g *group) bool { return len(g.keys) >= indexedRead })
+	groups := h.sections(eventID, seatIDs, false)
+	held, err := h.held(ctx, groups, func(g *group) bool { return len(g.seats) >= indexedRead })
 	if err != nil {
 		return nil, boxoffice.Unavailable("the seat hold store", err)
 	}
@@ -939,7 +960,7 @@ func (h *Holds) held(ctx context.Context, groups []*group, indexed func(*group) 
 	res := h.client.DoMulti(ctx, cmds...)
 	out := make([][]bool, len(groups))
 	for gi, g := range groups {
-		out[gi] = make([]bool, len(g.keys))
+		out[gi] = make([]bool, len(g.seats))
 		if indexed(g) {
 			ids, err := res[from[gi]].AsStrSlice()
 			if err != nil {
@@ -954,7 +975,7 @@ func (h *Holds) held(ctx context.Context, groups []*group, indexed func(*group) 
 			}
 			continue
 		}
-		vals, err := readMget(res[from[gi]:], len(g.keys))
+		vals, err := readMget(res[from[gi]:], len(g.seats))
 		if err != nil {
 			return nil, err
 		}
@@ -977,7 +998,7 @@ func (h *Holds) mget(ctx context.Context, groups []*group) ([][]string, error) {
 	res := h.client.DoMulti(ctx, cmds...)
 	out := make([][]string, len(groups))
 	for gi, g := range groups {
-		vals, err := readMget(res[from[gi]:], len(g.keys))
+		vals, err := readMget(res[from[gi]:], len(g.seats))
 		if err != nil {
 			return nil, err
 		}
@@ -988,8 +1009,9 @@ func (h *Holds) mget(ctx context.Context, groups []*group) ([][]string, error) {
 
 // mgets appends the MGETs of g's seats to cmds, mgetChunk keys each.
 func (h *Holds) mgets(cmds rueidis.Commands, g *group) rueidis.Commands {
-	for i := 0; i < len(g.keys); i += mgetChunk {
-		cmds = append(cmds, h.client.B().Mget().Key(g.keys[i:min(i+mgetChunk, len(g.keys))]...).Build())
+	keys := g.seatKeys()
+	for i := 0; i < len(keys); i += mgetChunk {
+		cmds = append(cmds, h.client.B().Mget().Key(keys[i:min(i+mgetChunk, len(keys))]...).Build())
 	}
 	return cmds
 }
