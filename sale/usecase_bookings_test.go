@@ -1,6 +1,7 @@
 package sale
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -241,6 +242,55 @@ func TestConfirmAfterTheHoldRanOut(t *testing.T) {
 	// Past the handover grace the seat is anyone's.
 	h.clock.Advance(h.svc.Config().HandoverGrace)
 	h.reserve(buyer("carol"), ev.ID, "c1", "F-A-1")
+}
+
+// duringAuthorize is the test gateway running during after each
+// authorization it grants, before the confirm that asked goes on.
+type duringAuthorize struct {
+	*testpay.Gateway
+	during func()
+}
+
+func (g duringAuthorize) Authorize(ctx context.Context, req boxoffice.PaymentRequest) (boxoffice.Authorization, error) {
+	a, err := g.Gateway.Authorize(ctx, req)
+	if err == nil {
+		g.during()
+	}
+	return a, err
+}
+
+// A hold that runs out while the payment is authorized, and whose seat
+// goes to someone else meanwhile, is not confirmed: the store, which
+// decides by the booking's fence and time, refuses it, the authorization
+// is voided, and the seat stays the other buyer's. (The lock layer is
+// asked once, before paying; after it the store is the arbiter.)
+func TestConfirmWhoseHoldRanOutDuringThePayment(t *testing.T) {
+	var during func()
+	h := newHarnessWith(t, harnessOptions{payments: func(g *testpay.Gateway) boxoffice.PaymentGateway {
+		return duringAuthorize{Gateway: g, during: func() { during() }}
+	}})
+	ev := h.event(1, 4, nil)
+	alice, bob := buyer("alice"), buyer("bob")
+	late := h.reserve(alice, ev.ID, "a1", "F-A-1")
+	var taken *ReserveResult
+	during = func() {
+		during = func() {} // bob's own confirm below runs as usual
+		h.clock.Advance(h.svc.Config().HoldTTL + h.svc.Config().HandoverGrace)
+		taken = h.reserve(bob, ev.ID, "b1", "F-A-1")
+	}
+
+	_, err := h.svc.Confirm(h.ctx, alice, ConfirmRequest{BookingID: late.BookingID, PaymentToken: testpay.TokenApprove, IdempotencyKey: "p1"})
+	wantCode(t, err, boxoffice.EHOLDLOST)
+	if b := h.booking(late.BookingID); b.Status == boxoffice.BookingConfirmed || len(b.Tickets) != 0 {
+		t.Errorf("alice's booking is %s with %d tickets, want neither confirmed nor ticketed", b.Status, len(b.Tickets))
+	}
+	h.wantHeldBy(h.booking(taken.BookingID))
+	if a := h.auths(); len(a) != 1 || a[0].Status != testpay.Voided {
+		t.Errorf("authorizations %+v, want alice's voided", a)
+	}
+	if c := h.confirm(bob, taken.BookingID, "p1"); len(c.Tickets) != 1 || c.Tickets[0].SeatID != "F-A-1" {
+		t.Errorf("bob's confirmation %+v, want his ticket for F-A-1", c)
+	}
 }
 
 // Release gives the seats back at once: another buyer can reserve them,
