@@ -133,7 +133,7 @@ func (c ConfirmBooking) Check(b *Booking) (ConfirmPlan, error) {
 	}
 	return ConfirmPlan{
 		Tickets: tickets,
-		Payment: Payment{BookingID: b.ID, AuthID: c.Payment.AuthID, AmountCents: c.Payment.AmountCents,
+		Payment: Payment{EventID: b.EventID, BookingID: b.ID, AuthID: c.Payment.AuthID, AmountCents: c.Payment.AmountCents,
 			Status: PaymentAuthorized, CreatedAt: paidAt},
 	}, nil
 }

@@ -118,6 +118,7 @@ const (
 
 // Payment is the record of a booking's charge.
 type Payment struct {
+	EventID     ID
 	BookingID   ID
 	AuthID      string
 	AmountCents int64
@@ -239,10 +240,11 @@ type BookingStore interface {
 	// Payment returns a booking's payment, or ENOTFOUND.
 	Payment(ctx context.Context, bookingID ID) (*Payment, error)
 
-	// MarkCaptured records that a booking's payment was captured. A payment
-	// in refund_pending or refunded is left as it is (nil error): a late
-	// capture must not erase a refund that is owed.
-	MarkCaptured(ctx context.Context, bookingID ID) error
+	// MarkCaptured records that a booking of eventID had its payment
+	// captured. A payment in refund_pending or refunded is left as it is
+	// (nil error): a late capture must not erase a refund that is owed.
+	// ENOTFOUND if the booking has no payment (or is not eventID's).
+	MarkCaptured(ctx context.Context, eventID, bookingID ID) error
 
 	// UncapturedPayments returns up to limit payments still authorized that
 	// were recorded before cutoff (a crash between commit and capture).

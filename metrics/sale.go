@@ -297,8 +297,8 @@ func (s *store) DeleteReturn(ctx context.Context, id int64) error {
 	return err
 }
 
-func (s *store) MarkCaptured(ctx context.Context, bookingID boxoffice.ID) error {
-	err := s.Store.MarkCaptured(ctx, bookingID)
+func (s *store) MarkCaptured(ctx context.Context, eventID, bookingID boxoffice.ID) error {
+	err := s.Store.MarkCaptured(ctx, eventID, bookingID)
 	if err == nil {
 		s.m.upkeep.WithLabelValues("capture_recorded").Inc()
 	}

@@ -28,42 +28,46 @@ func (s *Store) Payment(ctx context.Context, bookingID boxoffice.ID) (*boxoffice
 // after the booking was cancelled: its refund_pending (or refunded) status
 // is kept, so the refund is not forgotten. ENOTFOUND if the booking has no
 // payment.
-func (s *Store) MarkCaptured(ctx context.Context, bookingID boxoffice.ID) error {
-	notFound, err := s.captures.Call(ctx, bookingID)
+func (s *Store) MarkCaptured(ctx context.Context, eventID, bookingID boxoffice.ID) error {
+	notFound, err := s.captures.Call(ctx, bookingRef{eventID, bookingID})
 	if err != nil {
 		return err
 	}
 	return notFound
 }
 
-// markCapturedSQL is MarkCaptured's statement ($1 the booking, $2 now).
-// Pinned by TestHotPathsReadOnlyTheirRows.
+// markCapturedSQL is MarkCaptured's statement ($1 the booking, $2 now, $3
+// its event). The event names the partition: by the booking alone it was
+// a probe of every month's index. Pinned by TestHotPathsReadOnlyTheirRows.
 const markCapturedSQL = `
 	UPDATE payments
 	SET status = CASE WHEN status = 'authorized' THEN 'captured' ELSE status END,
 	    captured_at = coalesce(captured_at, $2)
-	WHERE booking_id = $1`
+	WHERE event_id = $3 AND booking_id = $1`
+
+// bookingRef names a booking with its event, the partition key.
+type bookingRef struct{ event, id boxoffice.ID }
 
 // markCaptured is MarkCaptured for the combiner: the captures of
 // concurrent confirms in one round trip and one commit (a batch of
 // single-row statements: one statement for many, with = ANY, became a
 // sequential scan of the payments under a generic plan).
-func (s *Store) markCaptured(ctx context.Context, ids []boxoffice.ID) ([]error, error) {
+func (s *Store) markCaptured(ctx context.Context, refs []bookingRef) ([]error, error) {
 	now := ts(s.Now())
 	batch := &pgx.Batch{}
-	for _, id := range ids {
-		batch.Queue(markCapturedSQL, int64(id), now)
+	for _, r := range refs {
+		batch.Queue(markCapturedSQL, int64(r.id), now, int64(r.event))
 	}
 	br := s.pool.SendBatch(ctx, batch)
 	defer br.Close()
-	errs := make([]error, len(ids))
-	for i, id := range ids {
+	errs := make([]error, len(refs))
+	for i, r := range refs {
 		tag, err := br.Exec()
 		if err != nil {
 			return nil, translate(err)
 		}
 		if tag.RowsAffected() == 0 {
-			errs[i] = boxoffice.Errorf(boxoffice.ENOTFOUND, "no payment for booking %s", id)
+			errs[i] = boxoffice.Errorf(boxoffice.ENOTFOUND, "no payment for booking %s of event %s", r.id, r.event)
 		}
 	}
 	if err := br.Close(); err != nil {
@@ -133,15 +137,17 @@ func (s *Store) payments(ctx context.Context, sql string, args ...any) ([]boxoff
 	return ps, translate(err)
 }
 
-const paymentColumns = `booking_id, auth_id, amount_cents, status, created_at`
+const paymentColumns = `event_id, booking_id, auth_id, amount_cents, status, created_at`
 
 func scanPayment(row pgx.Row) (boxoffice.Payment, error) {
 	var (
 		p      boxoffice.Payment
+		event  int64
 		id     int64
 		status string
 	)
-	err := row.Scan(&id, &p.AuthID, &p.AmountCents, &status, &p.CreatedAt)
-	p.BookingID, p.Status, p.CreatedAt = boxoffice.ID(id), boxoffice.PaymentStatus(status), p.CreatedAt.UTC()
+	err := row.Scan(&event, &id, &p.AuthID, &p.AmountCents, &status, &p.CreatedAt)
+	p.EventID, p.BookingID = boxoffice.ID(event), boxoffice.ID(id)
+	p.Status, p.CreatedAt = boxoffice.PaymentStatus(status), p.CreatedAt.UTC()
 	return p, err
 }

@@ -50,7 +50,7 @@ type Store struct {
 	// confirms group-commits concurrent ConfirmBooking calls; captures
 	// marks their captures in one round trip.
 	confirms *combine.Combiner[boxoffice.ConfirmBooking, confirmed]
-	captures *combine.Combiner[boxoffice.ID, error]
+	captures *combine.Combiner[bookingRef, error]
 	// parts are the month partitions this process knows exist.
 	parts partitions
 	// Now is the clock for the few writes whose time the port does not pass

@@ -710,8 +710,8 @@ func (s *Sharded) Payment(ctx context.Context, bookingID boxoffice.ID) (*boxoffi
 }
 
 // MarkCaptured marks the capture on the booking's shard.
-func (s *Sharded) MarkCaptured(ctx context.Context, bookingID boxoffice.ID) error {
-	return s.byID(bookingID).MarkCaptured(ctx, bookingID)
+func (s *Sharded) MarkCaptured(ctx context.Context, eventID, bookingID boxoffice.ID) error {
+	return s.byID(bookingID).MarkCaptured(ctx, eventID, bookingID)
 }
 
 // MarkRefunded marks the refund on the booking's shard.

@@ -141,7 +141,7 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 		return confirmationOf(done), nil
 	}
 	// The tickets are written: the answer need not wait for the capture.
-	s.captures.start(done.ID, func() { s.capture(ctx, done.ID, auth.ID) })
+	s.captures.start(done.ID, func() { s.capture(ctx, done.EventID, done.ID, auth.ID) })
 	return confirmationOf(done), nil
 }
 
@@ -174,7 +174,7 @@ func (s *Bookings) issue(ctx context.Context, u boxoffice.User, req ConfirmReque
 	}
 	return s.store.ConfirmBooking(ctx, boxoffice.ConfirmBooking{
 		BookingID: b.ID, EventID: b.EventID, Fence: b.Fence, Now: now, Code: code, Tickets: tickets,
-		Payment:     boxoffice.Payment{BookingID: b.ID, AuthID: auth.ID, AmountCents: auth.AmountCents, Status: boxoffice.PaymentAuthorized, CreatedAt: now},
+		Payment:     boxoffice.Payment{EventID: b.EventID, BookingID: b.ID, AuthID: auth.ID, AmountCents: auth.AmountCents, Status: boxoffice.PaymentAuthorized, CreatedAt: now},
 		Idempotency: rec,
 	})
 }
@@ -216,14 +216,14 @@ func (s *core) void(ctx context.Context, authID string, bookingID boxoffice.ID) 
 // capture takes the money after the tickets are written, most often after
 // the confirm's answer (capture.go). A failure is left to the reconciler,
 // which finds the payment still authorized.
-func (s *Bookings) capture(ctx context.Context, bookingID boxoffice.ID, authID string) {
+func (s *Bookings) capture(ctx context.Context, eventID, bookingID boxoffice.ID, authID string) {
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	if err := s.payments.Capture(ctx, authID); err != nil {
 		s.log.WarnContext(ctx, "capture payment; the reconciler will retry", "booking", bookingID, "err", err)
 		return
 	}
-	if err := s.store.MarkCaptured(ctx, bookingID); err != nil {
+	if err := s.store.MarkCaptured(ctx, eventID, bookingID); err != nil {
 		s.log.WarnContext(ctx, "mark payment captured; the reconciler will retry", "booking", bookingID, "err", err)
 	}
 }

@@ -49,7 +49,7 @@ type BookingStore interface {
 	Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Booking, error)
 	ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error)
 	ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffice.BookingStatus, now time.Time) (*boxoffice.Booking, error)
-	MarkCaptured(ctx context.Context, bookingID boxoffice.ID) error
+	MarkCaptured(ctx context.Context, eventID, bookingID boxoffice.ID) error
 	PutIdempotency(ctx context.Context, r *boxoffice.IdempotencyRecord) error
 	SoldSeats(ctx context.Context, eventID boxoffice.ID) ([]string, error)
 }
@@ -110,7 +110,7 @@ type UpkeepStore interface {
 	Ping(ctx context.Context) error
 	ExpireBookings(ctx context.Context, cutoff time.Time, limit int) ([]*boxoffice.Booking, error)
 	UncapturedPayments(ctx context.Context, cutoff time.Time, limit int) ([]boxoffice.Payment, error)
-	MarkCaptured(ctx context.Context, bookingID boxoffice.ID) error
+	MarkCaptured(ctx context.Context, eventID, bookingID boxoffice.ID) error
 	RefundsDue(ctx context.Context, limit int) ([]boxoffice.Payment, error)
 	PurgeIdempotency(ctx context.Context, now time.Time) (int, error)
 }

@@ -48,7 +48,7 @@ func (s *Upkeep) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			s.log.WarnContext(ctx, "reconciler capture", "booking", p.BookingID, "err", err)
 			continue
 		}
-		if err := s.store.MarkCaptured(ctx, p.BookingID); err != nil {
+		if err := s.store.MarkCaptured(ctx, p.EventID, p.BookingID); err != nil {
 			return r, err
 		}
 		r.Captured++

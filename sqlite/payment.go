@@ -12,15 +12,15 @@ import (
 // store's clock. Marking it again is harmless, and so is marking a payment
 // owed a refund or refunded (a capture that comes after a cancellation):
 // its status stays, so the refund is not forgotten. Errors: ENOTFOUND
-// when the booking has no payment.
-func (s *Store) MarkCaptured(ctx context.Context, bookingID boxoffice.ID) error {
+// when the booking has no payment or is not eventID's.
+func (s *Store) MarkCaptured(ctx context.Context, eventID, bookingID boxoffice.ID) error {
 	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
 		res, err := tx.ExecContext(ctx, `
 			UPDATE payments
 			SET status = CASE status WHEN 'authorized' THEN 'captured' ELSE status END,
 			    captured_at = coalesce(captured_at, ?)
-			WHERE booking_id = ?`,
-			millis(s.now()), bookingID)
+			WHERE booking_id = ? AND EXISTS (SELECT 1 FROM bookings WHERE id = payments.booking_id AND event_id = ?)`,
+			millis(s.now()), bookingID, eventID)
 		if err != nil {
 			return err
 		}

@@ -120,14 +120,15 @@ func orNull(id boxoffice.ID) any {
 }
 
 // paymentColumns are the columns scanPayment reads, in its order.
-const paymentColumns = `booking_id, auth_id, amount_cents, status, created_at`
+// The event is its booking's (payments has no column of its own for it).
+const paymentColumns = `(SELECT b.event_id FROM bookings b WHERE b.id = payments.booking_id), booking_id, auth_id, amount_cents, status, created_at`
 
 func scanPayment(sc scanner) (boxoffice.Payment, error) {
 	var (
 		p         boxoffice.Payment
 		createdAt int64
 	)
-	if err := sc.Scan(&p.BookingID, &p.AuthID, &p.AmountCents, &p.Status, &createdAt); err != nil {
+	if err := sc.Scan(&p.EventID, &p.BookingID, &p.AuthID, &p.AmountCents, &p.Status, &createdAt); err != nil {
 		return boxoffice.Payment{}, err
 	}
 	p.CreatedAt = fromMillis(createdAt)

@@ -52,7 +52,7 @@ func (s suite) cancel(t *testing.T) {
 				t.Errorf("Ticket(%d) mismatch (-want +got):\n%s", tk.ID, diff)
 			}
 		}
-		wantPayment := boxoffice.Payment{BookingID: sale.ID, AuthID: sale.PaymentAuthID, AmountCents: sale.AmountCents,
+		wantPayment := boxoffice.Payment{EventID: sale.EventID, BookingID: sale.ID, AuthID: sale.PaymentAuthID, AmountCents: sale.AmountCents,
 			Status: boxoffice.PaymentRefundPending, CreatedAt: ms(t0.Add(time.Minute))}
 		if diff := cmp.Diff(&wantPayment, f.payment(sale.ID), opts); diff != "" {
 			t.Errorf("Payment mismatch (-want +got):\n%s", diff)
@@ -266,7 +266,7 @@ func (s suite) refunds(t *testing.T) {
 		if diff := cmp.Diff(&want, f.payment(b.ID), opts); diff != "" {
 			t.Errorf("Payment mismatch (-want +got):\n%s", diff)
 		}
-		if err := f.store.MarkCaptured(f.ctx, b.ID); err != nil {
+		if err := f.store.MarkCaptured(f.ctx, b.EventID, b.ID); err != nil {
 			t.Fatalf("MarkCaptured: %v", err)
 		}
 		want.Status = boxoffice.PaymentCaptured
@@ -288,7 +288,7 @@ func (s suite) refunds(t *testing.T) {
 		errs := make([]error, len(ids))
 		var wg sync.WaitGroup
 		for i, id := range ids {
-			wg.Go(func() { errs[i] = f.store.MarkCaptured(f.ctx, id) })
+			wg.Go(func() { errs[i] = f.store.MarkCaptured(f.ctx, e.ID, id) })
 		}
 		wg.Wait()
 		for i, id := range ids {
@@ -384,7 +384,7 @@ func (s suite) refunds(t *testing.T) {
 			t.Errorf("Payment after MarkRefunded(again) mismatch (-want +got):\n%s", diff)
 		}
 		// A late capture does not undo the refund either.
-		if err := f.store.MarkCaptured(f.ctx, ps[1].BookingID); err != nil {
+		if err := f.store.MarkCaptured(f.ctx, ps[1].EventID, ps[1].BookingID); err != nil {
 			t.Errorf("MarkCaptured(refunded): %v, want nil", err)
 		}
 		if diff := cmp.Diff(&want, f.payment(want.BookingID), opts); diff != "" {
@@ -395,7 +395,7 @@ func (s suite) refunds(t *testing.T) {
 	s.test(t, "MarkCapturedLeavesARefundOwed", func(t *testing.T, f *fixture) {
 		// Confirm committed, the capture came after a cancellation.
 		ps := owed(f)
-		if err := f.store.MarkCaptured(f.ctx, ps[0].BookingID); err != nil {
+		if err := f.store.MarkCaptured(f.ctx, ps[0].EventID, ps[0].BookingID); err != nil {
 			t.Fatalf("MarkCaptured: %v", err)
 		}
 		if diff := cmp.Diff(&ps[0], f.payment(ps[0].BookingID), opts); diff != "" {
@@ -410,7 +410,7 @@ func (s suite) refunds(t *testing.T) {
 		e := f.createEvent()
 		authorized := f.sell(e, "alice", "A-A-1")
 		captured := f.sell(e, "alice", "A-A-2")
-		if err := f.store.MarkCaptured(f.ctx, captured.ID); err != nil {
+		if err := f.store.MarkCaptured(f.ctx, captured.EventID, captured.ID); err != nil {
 			t.Fatalf("MarkCaptured: %v", err)
 		}
 		for _, b := range []*boxoffice.Booking{authorized, captured} {

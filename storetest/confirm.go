@@ -32,7 +32,7 @@ func (s suite) confirm(t *testing.T) {
 			t.Errorf("Booking after confirm mismatch (-want +got):\n%s", diff)
 		}
 		wantPayments := []boxoffice.Payment{{
-			BookingID: b.ID, AuthID: c.Payment.AuthID, AmountCents: b.AmountCents,
+			EventID: e.ID, BookingID: b.ID, AuthID: c.Payment.AuthID, AmountCents: b.AmountCents,
 			Status: boxoffice.PaymentAuthorized, CreatedAt: ms(now),
 		}}
 		if diff := cmp.Diff(wantPayments, f.payments(), opts); diff != "" {

@@ -73,13 +73,13 @@ func (s suite) payments(t *testing.T) {
 
 	s.test(t, "MarkCapturedTakesThePaymentOffTheUncapturedList", func(t *testing.T, f *fixture) {
 		ps := paid(f)
-		if err := f.store.MarkCaptured(f.ctx, ps[1].BookingID); err != nil {
+		if err := f.store.MarkCaptured(f.ctx, ps[1].EventID, ps[1].BookingID); err != nil {
 			t.Fatalf("MarkCaptured: %v", err)
 		}
 		if diff := cmp.Diff([]boxoffice.Payment{ps[0], ps[2]}, f.payments(), opts, byBooking); diff != "" {
 			t.Errorf("UncapturedPayments mismatch (-want +got):\n%s", diff)
 		}
-		if err := f.store.MarkCaptured(f.ctx, ps[1].BookingID); err != nil {
+		if err := f.store.MarkCaptured(f.ctx, ps[1].EventID, ps[1].BookingID); err != nil {
 			t.Errorf("MarkCaptured(again): %v, want nil (capturing twice is harmless)", err)
 		}
 		// The booking itself is untouched.
@@ -90,7 +90,14 @@ func (s suite) payments(t *testing.T) {
 
 	s.test(t, "MarkCapturedWithoutAPaymentIsNotFound", func(t *testing.T, f *fixture) {
 		pending := f.book(f.createEvent(), "alice", "A-A-1")
-		wantCode(t, "MarkCaptured(pending booking)", f.store.MarkCaptured(f.ctx, pending.ID), boxoffice.ENOTFOUND)
-		wantCode(t, "MarkCaptured(unknown booking)", f.store.MarkCaptured(f.ctx, 424242), boxoffice.ENOTFOUND)
+		wantCode(t, "MarkCaptured(pending booking)", f.store.MarkCaptured(f.ctx, pending.EventID, pending.ID), boxoffice.ENOTFOUND)
+		wantCode(t, "MarkCaptured(unknown booking)", f.store.MarkCaptured(f.ctx, pending.EventID, 424242), boxoffice.ENOTFOUND)
+		// A paid booking named under another event is not found, and
+		// stays uncaptured.
+		ps := paid(f)
+		wantCode(t, "MarkCaptured(another event)", f.store.MarkCaptured(f.ctx, pending.EventID, ps[0].BookingID), boxoffice.ENOTFOUND)
+		if p := f.payment(ps[0].BookingID); p.Status != boxoffice.PaymentAuthorized {
+			t.Errorf("payment %s after a capture under another event, want authorized", p.Status)
+		}
 	})
 }

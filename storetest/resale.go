@@ -668,7 +668,7 @@ func (s suite) resaleConfirm(t *testing.T) {
 		if diff := cmp.Diff(wantPayouts, f.payouts("alice"), opts); diff != "" {
 			t.Errorf("UserPayouts mismatch (-want +got):\n%s", diff)
 		}
-		wantPayment := &boxoffice.Payment{BookingID: b.ID, AuthID: c.Payment.AuthID, AmountCents: 15000, Status: boxoffice.PaymentAuthorized, CreatedAt: ms(now)}
+		wantPayment := &boxoffice.Payment{EventID: b.EventID, BookingID: b.ID, AuthID: c.Payment.AuthID, AmountCents: 15000, Status: boxoffice.PaymentAuthorized, CreatedAt: ms(now)}
 		if diff := cmp.Diff(wantPayment, f.payment(b.ID), opts); diff != "" {
 			t.Errorf("Payment mismatch (-want +got):\n%s", diff)
 		}

@@ -259,6 +259,7 @@ func (f *fixture) confirmation(b *boxoffice.Booking, now time.Time, tag string) 
 		Now:       now,
 		Code:      fmt.Sprintf("CONF-%d-%s", b.ID, tag),
 		Payment: boxoffice.Payment{
+			EventID:     b.EventID,
 			BookingID:   b.ID,
 			AuthID:      fmt.Sprintf("auth-%d-%s", b.ID, tag),
 			AmountCents: b.AmountCents,
