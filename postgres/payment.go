@@ -27,7 +27,7 @@ func (s *Store) Payment(ctx context.Context, bookingID boxoffice.ID) (*boxoffice
 // Marking it again changes nothing, and neither does a capture reported
 // after the booking was cancelled: its refund_pending (or refunded) status
 // is kept, so the refund is not forgotten. ENOTFOUND if the booking has no
-// payment.
+// payment or is not eventID's.
 func (s *Store) MarkCaptured(ctx context.Context, eventID, bookingID boxoffice.ID) error {
 	notFound, err := s.captures.Call(ctx, bookingRef{eventID, bookingID})
 	if err != nil {
