@@ -230,8 +230,8 @@ func TestConfirmBookingCheckPlan(t *testing.T) {
 			{ID: 11, EventID: 200, BookingID: 100, SeatID: "A-1", UserID: "alice", Code: "t-a1", Status: TicketValid, IssuedAt: now},
 			{ID: 12, EventID: 200, BookingID: 100, SeatID: "A-2", UserID: "alice", Code: "t-a2", Status: TicketValid, IssuedAt: now},
 		},
-		// A zero CreatedAt is c.Now.
-		Payment: Payment{BookingID: 100, AuthID: "auth-1", AmountCents: 8500, Status: PaymentAuthorized, CreatedAt: now},
+		// A zero CreatedAt is c.Now; the event and the booking are b's.
+		Payment: Payment{EventID: 200, BookingID: 100, AuthID: "auth-1", AmountCents: 8500, Status: PaymentAuthorized, CreatedAt: now},
 	}
 	got, err := c.Check(b)
 	if err != nil {
