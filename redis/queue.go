@@ -265,9 +265,11 @@ local admitted0, waiting0, opened0 = admitted, waiting, opened
 for i = 1, n do
   local ek, lk, a = KEYS[1 + 2 * i], KEYS[2 + 2 * i], 4 + 5 * (i - 1)
   local h = redis.call('HGET', ek, 'hash')
+  local live = 0
+  if not h then live = tonumber(redis.call('GET', lk) or '0') end
   if h then
     if h ~= ARGV[a + 1] then out[i] = {'mismatch'} else out[i] = {'replay'} end
-  elseif tonumber(redis.call('GET', lk) or '0') >= tonumber(ARGV[a + 2]) then
+  elseif live >= tonumber(ARGV[a + 2]) then
     out[i] = {'busy'}
   else
     local status, pos = 'queued', 0
@@ -280,8 +282,8 @@ for i = 1, n do
       pos = (admitted - 1) * k + j + 1
       opened = true
     end
-    redis.call('INCR', lk)
-    redis.call('EXPIRE', lk, ttl)
+    -- The count read above, one more, and its expiry: one command.
+    redis.call('SET', lk, live + 1, 'EX', ttl)
     redis.call('HSET', ek, 'id', ARGV[a], 'hash', ARGV[a + 1], 'req', ARGV[a + 4], 'pos', pos, 'status', status)
     redis.call('EXPIRE', ek, ttl)
     out[i] = {'new', pos, status}
