@@ -58,8 +58,10 @@ type Store struct {
 	Now func() time.Time
 }
 
-// bookingWriters is how many group-commit batches of bookings run at once.
-const bookingWriters = 2
+// batchRunners is how many batches of bookings read by id, of confirms and
+// of captures run at once; the bookings' group commit and the idempotency
+// look-ups run one batch at a time (Open says why).
+const batchRunners = 2
 
 // DefaultPoolConns is the connection pool's size when the URL does not set
 // pool_max_conns: enough for the batch writers and a confirm each for the
@@ -115,23 +117,24 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, Now: time.Now}
-	// Two batches of bookings are written at a time, each taking what
-	// queued meanwhile. Few writers make big batches: a batch costs the
-	// same handful of statements whatever its size, so on a small server
-	// more writers only mean more statements per booking (measured: a
-	// quarter of a 32-connection pool, 8 writers, gave half the bookings
-	// per second of 2; docs/benchmarks.md).
-	s.bookings = combine.New(s.CreateBookings, bookingWriters, 256)
-	// One reader of idempotency records: under a flash sale every refused
-	// hold reads its key's record, and a read costs little next to the
-	// round trip and the statement that carry it. Two readers made the
-	// batches half as large (3.4 records against 6.4 in
-	// Reserve/Production/Hot), twice the round trips: a tenth fewer
-	// attempts answered a second (docs/benchmarks.md).
+	// One batch of bookings is written at a time, taking what queued
+	// meanwhile. Few writers make big batches: a batch costs the same
+	// handful of statements whatever its size, so on a small server more
+	// writers only mean more statements per booking. Measured
+	// (docs/benchmarks.md): 8 writers gave half the bookings per second of
+	// 2; 2 made batches of 12.7 bookings against 27 for 1, and PostgreSQL
+	// spent more CPU on the same reserves in each of five interleaved
+	// runs. Likewise one reader of
+	// idempotency records: under a flash sale every refused hold reads
+	// its key's record, and a read costs little next to the round trip and
+	// the statement that carry it. Two readers made the batches half as
+	// large (3.4 records against 6.4 in Reserve/Production/Hot): a tenth
+	// fewer attempts answered a second.
+	s.bookings = combine.New(s.CreateBookings, 1, 256)
 	s.idempotency = combine.New(s.idempotencies, 1, 256)
-	s.bookingReads = combine.New(s.bookingsByID, bookingWriters, 256)
-	s.confirms = combine.New(s.confirmBookings, bookingWriters, maxConfirmBatch)
-	s.captures = combine.New(s.markCaptured, bookingWriters, 256)
+	s.bookingReads = combine.New(s.bookingsByID, batchRunners, 256)
+	s.confirms = combine.New(s.confirmBookings, batchRunners, maxConfirmBatch)
+	s.captures = combine.New(s.markCaptured, batchRunners, 256)
 	return s, nil
 }
 
