@@ -58,10 +58,15 @@ type Store struct {
 	Now func() time.Time
 }
 
-// batchRunners is how many batches of bookings read by id, of confirms and
-// of captures run at once; the bookings' group commit and the idempotency
-// look-ups run one batch at a time (Open says why).
-const batchRunners = 2
+// batchRunners is how many batches each of the store's combiners runs at
+// once: one. The next batch gathers while one runs, and goes as one
+// statement or one transaction however large it is, so on a small server a
+// second runner only halves the batches and doubles their round trips and
+// fixed costs (measured, docs/benchmarks.md: with one runner instead of
+// two, 27 bookings a group commit against 12.7, 6.4 idempotency records a
+// look-up against 3.4, and a confirm's p50 25 ms against 31, with
+// PostgreSQL's CPU lower in every run).
+const batchRunners = 1
 
 // DefaultPoolConns is the connection pool's size when the URL does not set
 // pool_max_conns: enough for the batch writers and a confirm each for the
@@ -117,21 +122,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, Now: time.Now}
-	// One batch of bookings is written at a time, taking what queued
-	// meanwhile. Few writers make big batches: a batch costs the same
-	// handful of statements whatever its size, so on a small server more
-	// writers only mean more statements per booking. Measured
-	// (docs/benchmarks.md): 8 writers gave half the bookings per second of
-	// 2; 2 made batches of 12.7 bookings against 27 for 1, and PostgreSQL
-	// spent more CPU on the same reserves in each of five interleaved
-	// runs. Likewise one reader of
-	// idempotency records: under a flash sale every refused hold reads
-	// its key's record, and a read costs little next to the round trip and
-	// the statement that carry it. Two readers made the batches half as
-	// large (3.4 records against 6.4 in Reserve/Production/Hot): a tenth
-	// fewer attempts answered a second.
-	s.bookings = combine.New(s.CreateBookings, 1, 256)
-	s.idempotency = combine.New(s.idempotencies, 1, 256)
+	// A batch of bookings costs the same handful of statements whatever
+	// its size: few writers make big batches (8 writers gave half the
+	// bookings per second of 2, and 2 fewer than 1). Under a flash sale
+	// every refused hold reads its key's record: a read costs little next
+	// to the round trip and the statement that carry it.
+	s.bookings = combine.New(s.CreateBookings, batchRunners, 256)
+	s.idempotency = combine.New(s.idempotencies, batchRunners, 256)
 	s.bookingReads = combine.New(s.bookingsByID, batchRunners, 256)
 	s.confirms = combine.New(s.confirmBookings, batchRunners, maxConfirmBatch)
 	s.captures = combine.New(s.markCaptured, batchRunners, 256)
