@@ -74,8 +74,7 @@ func ErrorCode(err error) string {
 	if err == nil {
 		return ""
 	}
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Code
 	}
 	return EINTERNAL
@@ -84,8 +83,7 @@ func ErrorCode(err error) string {
 // ErrorMessage returns the caller-safe message of err: the *Error message,
 // or "internal error" for anything else.
 func ErrorMessage(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Message
 	}
 	return "internal error"
@@ -93,8 +91,7 @@ func ErrorMessage(err error) string {
 
 // ErrorSeats returns the seats an error is about, if any.
 func ErrorSeats(err error) []string {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Seats
 	}
 	return nil
@@ -102,8 +99,7 @@ func ErrorSeats(err error) []string {
 
 // ErrorWaitlist returns the event whose waitlist an error points to, if any.
 func ErrorWaitlist(err error) ID {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Waitlist
 	}
 	return 0

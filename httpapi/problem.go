@@ -108,8 +108,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		err = &boxoffice.Error{Code: boxoffice.EUNAVAILABLE, Message: "the request timed out", Err: err}
 	}
 	code := boxoffice.ErrorCode(err)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		code = boxoffice.ETOOLARGE
 		err = boxoffice.Errorf(boxoffice.ETOOLARGE, "request body larger than %d bytes", mbe.Limit)
 	}
@@ -128,8 +127,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if code == boxoffice.EUNAVAILABLE || code == boxoffice.EIDEMINFLIGHT {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	}
-	var rl *rateLimitedError
-	if errors.As(err, &rl) {
+	if rl, ok := errors.AsType[*rateLimitedError](err); ok {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(rl.wait)))
 	}
 	if code == boxoffice.EUNAUTHORIZED {
