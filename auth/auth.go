@@ -5,14 +5,20 @@
 package auth
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -33,6 +39,11 @@ type Authenticator struct {
 	now    func() time.Time
 	opts   Options
 	parser *jwt.Parser // built from opts once: Verify runs on every request
+	// validator is the parser's claims check, for verifyOwn.
+	validator *jwt.Validator
+	// macs are HMAC-SHA256 states keyed with secret, reused across
+	// requests: a keyed state costs two SHA-256 states to build.
+	macs sync.Pool
 }
 
 // Options are what a token must say besides its signature and expiry,
@@ -73,6 +84,7 @@ func (a *Authenticator) newParser() *jwt.Parser {
 	if a.opts.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(a.opts.Issuer))
 	}
+	a.validator = jwt.NewValidator(opts...)
 	return jwt.NewParser(opts...)
 }
 
@@ -85,6 +97,7 @@ func New(secret []byte, now func() time.Time) (*Authenticator, error) {
 		now = time.Now
 	}
 	a := &Authenticator{secret: secret, now: now, opts: Options{MaxLifetime: DefaultMaxLifetime}}
+	a.macs.New = func() any { return hmac.New(sha256.New, secret) }
 	a.parser = a.newParser()
 	return a, nil
 }
@@ -161,7 +174,11 @@ func (a *Authenticator) IssueScoped(sub, role string, ttl time.Duration, events 
 // user it names. Any failure is an EUNAUTHORIZED *boxoffice.Error.
 func (a *Authenticator) Verify(token string) (boxoffice.User, error) {
 	var c verified
-	_, err := a.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.secret, nil })
+	var err error
+	if !a.verifyOwn(token, &c) {
+		c = verified{}
+		_, err = a.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.secret, nil })
+	}
 	if err != nil {
 		msg := "invalid token"
 		switch {
@@ -196,6 +213,46 @@ func (a *Authenticator) Verify(token string) (boxoffice.User, error) {
 		u.Events = append(u.Events, id)
 	}
 	return u, nil
+}
+
+// ownHeader is the first segment of every token Issue signs: the header
+// golang-jwt writes for HS256.
+var ownHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+
+// verifyOwn is ParseWithClaims for a valid token with Issue's header,
+// the usual case, at a third of its cost: the header is compared as it is
+// instead of decoded into a map, and the MAC state is reused. It checks
+// the same things with the library's own claims validator, and reports
+// false for anything else (another header, a bad signature, invalid
+// claims), which the library then parses and refuses with its own error:
+// this path only ever accepts.
+func (a *Authenticator) verifyOwn(token string, c *verified) bool {
+	rest, ok := strings.CutPrefix(token, ownHeader+".")
+	if !ok {
+		return false
+	}
+	payload, sig, ok := strings.Cut(rest, ".")
+	if !ok || strings.IndexByte(sig, '.') >= 0 {
+		return false
+	}
+	var want [sha256.Size]byte
+	if n, err := base64.RawURLEncoding.Decode(want[:], []byte(sig)); err != nil || n != len(want) {
+		return false
+	}
+	mac := a.macs.Get().(hash.Hash)
+	mac.Reset()
+	_, _ = mac.Write([]byte(token[:len(ownHeader)+1+len(payload)]))
+	var got [sha256.Size]byte
+	equal := hmac.Equal(mac.Sum(got[:0]), want[:])
+	a.macs.Put(mac)
+	if !equal {
+		return false
+	}
+	claims, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil || json.Unmarshal(claims, c) != nil {
+		return false
+	}
+	return a.validator.Validate(c) == nil
 }
 
 // LoadOrCreateSecret returns the secret kept in dir/auth.secret, making a

@@ -1,9 +1,11 @@
 package auth
 
 import (
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +141,69 @@ func TestTokenClaims(t *testing.T) {
 	c["exp"], c["iat"], c["nbf"] = float64(now.Add(time.Hour).Unix())+0.75, float64(now.Unix())-0.25, now.Unix()-1
 	if u, err := a.Verify(sign(c)); err != nil || !u.Expires.Equal(now.Add(time.Hour)) {
 		t.Errorf("fractional dates: %+v %v, want expiry %s", u, err, now.Add(time.Hour))
+	}
+}
+
+// verifyOwn, Verify's fast path, accepts only what the library accepts,
+// and it is the path Issue's own tokens take.
+func TestVerifyOwnAgreesWithTheLibrary(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	a, _ := New(secret, func() time.Time { return now })
+	a.Require(Options{Audience: "boxoffice", Issuer: "idp"})
+	sign := func(m jwt.SigningMethod, c jwt.MapClaims, header map[string]any) string {
+		tok := jwt.NewWithClaims(m, c)
+		for k, v := range header {
+			tok.Header[k] = v
+		}
+		s, err := tok.SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	claims := func(mod func(jwt.MapClaims)) jwt.MapClaims {
+		c := jwt.MapClaims{"sub": "u", "aud": "boxoffice", "iss": "idp", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+		if mod != nil {
+			mod(c)
+		}
+		return c
+	}
+	own, _ := a.Issue("alice", "", time.Hour)
+	good := sign(jwt.SigningMethodHS256, claims(nil), nil)
+	_, payload, _ := strings.Cut(good, ".")
+	payload, _, _ = strings.Cut(payload, ".")
+	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"admin","role":"admin","aud":"boxoffice","iss":"idp","exp":1800003600}`))
+	tokens := map[string]string{
+		"Own": own, "Good": good,
+		"WithKid":        sign(jwt.SigningMethodHS256, claims(nil), map[string]any{"kid": "1"}),
+		"HS512":          sign(jwt.SigningMethodHS512, claims(nil), nil),
+		"Expired":        sign(jwt.SigningMethodHS256, claims(func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Minute).Unix() }), nil),
+		"OtherAudience":  sign(jwt.SigningMethodHS256, claims(func(c jwt.MapClaims) { c["aud"] = "x" }), nil),
+		"OtherIssuer":    sign(jwt.SigningMethodHS256, claims(func(c jwt.MapClaims) { c["iss"] = "x" }), nil),
+		"NoExp":          sign(jwt.SigningMethodHS256, claims(func(c jwt.MapClaims) { delete(c, "exp") }), nil),
+		"FutureIat":      sign(jwt.SigningMethodHS256, claims(func(c jwt.MapClaims) { c["iat"] = now.Add(time.Hour).Unix() }), nil),
+		"NotYet":         sign(jwt.SigningMethodHS256, claims(func(c jwt.MapClaims) { c["nbf"] = now.Add(time.Hour).Unix() }), nil),
+		"ExpAsString":    sign(jwt.SigningMethodHS256, claims(func(c jwt.MapClaims) { c["exp"] = "1800003600" }), nil),
+		"ForgedPayload":  strings.Replace(good, payload, forged, 1),
+		"BadSignature":   good[:len(good)-4] + "AAAA",
+		"ShortSignature": good[:len(good)-8],
+		"FourSegments":   good + ".x",
+		"NoSignature":    good[:strings.LastIndexByte(good, '.')],
+	}
+	for name, tok := range tokens {
+		var c verified
+		fast := a.verifyOwn(tok, &c)
+		var lc verified
+		_, err := a.parser.ParseWithClaims(tok, &lc, func(*jwt.Token) (any, error) { return a.secret, nil })
+		if fast && err != nil {
+			t.Errorf("%s: the fast path accepted what the library refuses (%v)", name, err)
+		}
+		if fast && !reflect.DeepEqual(c, lc) {
+			t.Errorf("%s: claims %+v, the library read %+v", name, c, lc)
+		}
+		if want := name == "Own" || name == "Good"; fast != want {
+			t.Errorf("%s: fast path %v, want %v", name, fast, want)
+		}
 	}
 }
 
