@@ -4,6 +4,7 @@ package combine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -20,9 +21,9 @@ import (
 // There is no timer: a call that finds a runner free runs at once, alone.
 // Up to runners batches run at a time (each on its own connection); the
 // calls that queue meanwhile form the next batch, up to maxBatch. A caller
-// that gives up (its context done) before its batch starts is answered
-// with its context's error and left out; once its batch runs, it is done
-// or not with the others. do answers each call of the batch (out[i]), or
+// that gives up (its context done) before its batch starts returns at once
+// with its context's error and is left out; once its batch runs, it is
+// done or not with the others. do answers each call of the batch (out[i]), or
 // the whole batch with err.
 type Combiner[In, Out any] struct {
 	do       func(ctx context.Context, in []In) (out []Out, err error)
@@ -64,6 +65,25 @@ func (c *Combiner[In, Out]) Call(ctx context.Context, in In) (Out, error) {
 	if run {
 		go c.run()
 	}
+	select {
+	case <-call.done:
+		return call.out, call.err
+	case <-ctx.Done():
+	}
+	// Given up while queued: leave at once rather than wait for a runner
+	// that may be held by a slow batch for up to batchTimeout.
+	c.mu.Lock()
+	i := slices.Index(c.queue, call)
+	if i >= 0 {
+		c.queue = slices.Delete(c.queue, i, i+1)
+	}
+	c.mu.Unlock()
+	if i >= 0 {
+		var zero Out
+		return zero, ctx.Err()
+	}
+	// A batch has taken it: its answer is that batch's (runBatch answers
+	// it with ctx's error if the batch has not started yet).
 	<-call.done
 	return call.out, call.err
 }

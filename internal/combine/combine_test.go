@@ -91,8 +91,8 @@ func TestCallsQueuedMeanwhileFormTheNextBatch(t *testing.T) {
 	}
 }
 
-// A caller that gives up before its batch starts is answered with its
-// context's error and left out of the batch; a batch's error answers all.
+// A caller that gives up before its batch starts returns at once with its
+// context's error and is left out of the batch; a batch's error answers all.
 func TestGivenUpCallsAreLeftOutAndErrorsReachAll(t *testing.T) {
 	b := newBlocking()
 	b.err = errors.New("store down")
@@ -105,9 +105,20 @@ func TestGivenUpCallsAreLeftOutAndErrorsReachAll(t *testing.T) {
 	go func() { _, err := c.Call(context.Background(), 3); errs <- err }()
 	waitQueued(t, c, 2)
 	cancel()
+	// The given-up caller leaves the queue while the batch ahead of it is
+	// still held, not when a runner comes free.
+	select {
+	case err := <-errs:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("first answer %v, want the given-up caller's context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the given-up caller still waits behind the held batch")
+	}
+	waitQueued(t, c, 1)
 	close(b.release)
-	var canceled, failed int
-	for range 3 {
+	canceled, failed := 1, 0
+	for range 2 {
 		switch err := <-errs; {
 		case errors.Is(err, context.Canceled):
 			canceled++
@@ -124,5 +135,78 @@ func TestGivenUpCallsAreLeftOutAndErrorsReachAll(t *testing.T) {
 	defer b.mu.Unlock()
 	if len(b.batches) != 2 || len(b.batches[1]) != 1 || b.batches[1][0] != 3 {
 		t.Errorf("batches %v, want [[1] [3]]", b.batches)
+	}
+}
+
+// A caller whose batch has been taken but not started yet, and who gives
+// up meanwhile, is answered by runBatch with its context's error: many
+// callers giving up at once never leave a batch with a hole or a double
+// answer.
+func TestManyCallersGivingUpWhileQueued(t *testing.T) {
+	b := newBlocking()
+	c := New(b.do, 1, 8)
+	go func() { _, _ = c.Call(context.Background(), -1) }()
+	<-b.started
+	const n = 200
+	type answer struct {
+		i   int
+		out int
+		err error
+	}
+	answers := make(chan answer, n)
+	cancels := make([]context.CancelFunc, n)
+	for i := range n {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels[i] = cancel
+		go func() { out, err := c.Call(ctx, i); answers <- answer{i, out, err} }()
+	}
+	waitQueued(t, c, n)
+	// Every other caller gives up, while the runner is released: some
+	// leave the queue, some are left out by runBatch.
+	go func() {
+		for i := 0; i < n; i += 2 {
+			cancels[i]()
+		}
+	}()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-b.started:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	close(b.release)
+	for range n {
+		a := <-answers
+		switch {
+		case a.err == nil && a.out != a.i*10:
+			t.Errorf("call %d answered %d", a.i, a.out)
+		case a.err != nil && (a.i%2 == 1 || !errors.Is(a.err, context.Canceled)):
+			t.Errorf("call %d: %v", a.i, a.err)
+		}
+	}
+	for _, cancel := range cancels {
+		cancel()
+	}
+	waitQueued(t, c, 0)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seen := map[int]bool{}
+	for _, batch := range b.batches[1:] {
+		for _, v := range batch {
+			if seen[v] {
+				t.Errorf("call %d ran twice", v)
+			}
+			seen[v] = true
+		}
+	}
+	for i := 1; i < n; i += 2 {
+		if !seen[i] {
+			t.Errorf("call %d never ran", i)
+		}
 	}
 }
