@@ -95,3 +95,18 @@ type reserveRequestForTest struct {
 	B   bool            `json:"b"`
 	Raw json.RawMessage `json:"raw"`
 }
+
+// BenchmarkDecodeReserve is the decoding of a reserve's body, the rule
+// every request with a body pays.
+//
+//	go test ./httpapi -run '^$' -bench DecodeReserve -benchmem
+func BenchmarkDecodeReserve(b *testing.B) {
+	body := `{"event_id":"266168001122795520","seat_ids":["Floor-A-1"],"idempotency_key":"k-123456"}`
+	b.ReportAllocs()
+	for b.Loop() {
+		var r reserveRequest
+		if err := decodeBytesOrReader(strings.NewReader(body), &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
