@@ -10,6 +10,11 @@
 #               print the node list (host:port,host:port,...) on stdout
 #   stop DIR    stop the nodes started in DIR, by the pids recorded there
 #   status DIR  print cluster_state of each node
+#   cap DIR PCT put each node in a CPU cgroup of its own, limited to PCT % of
+#               one core (root; cgroup v1 or v2): a stand-in, on a small
+#               machine, for hosts where each primary's one thread is the
+#               limit, so that spreading a hot key over primaries can be
+#               measured (docs/benchmarks.md); stop removes the cgroups
 #
 # Environment:
 #   PORTS     the ports, default "7000 7001 7002"
@@ -26,7 +31,7 @@ set -euo pipefail
 cmd=${1:-}
 dir=${2:-}
 if [[ -z $cmd || -z $dir ]]; then
-	echo "usage: $0 start|stop|status DIR" >&2
+	echo "usage: $0 start|stop|status|cap DIR [PERCENT]" >&2
 	exit 2
 fi
 PORTS=${PORTS:-"7000 7001 7002"}
@@ -130,6 +135,48 @@ stop() {
 		rm -f "$pf"
 	done
 	rm -f "$dir/pids"
+	uncap
+}
+
+# cgroup_dir PORT: where node PORT's CPU cgroup is (cgroup v1's cpu
+# controller, else the v2 unified hierarchy).
+cgroup_dir() {
+	if [[ -d /sys/fs/cgroup/cpu ]]; then
+		echo "/sys/fs/cgroup/cpu/boxoffice-redis-$1"
+	else
+		echo "/sys/fs/cgroup/boxoffice-redis-$1"
+	fi
+}
+
+cap() {
+	local pct=${1:-}
+	if ! [[ $pct =~ ^[0-9]+$ ]] || ((pct < 1)); then
+		echo "usage: $0 cap DIR PERCENT" >&2
+		exit 2
+	fi
+	local p cg quota=$((pct * 1000))
+	for p in $PORTS; do
+		cg=$(cgroup_dir "$p")
+		mkdir -p "$cg"
+		if [[ -f $cg/cpu.cfs_quota_us ]]; then
+			echo 100000 >"$cg/cpu.cfs_period_us"
+			echo "$quota" >"$cg/cpu.cfs_quota_us"
+			echo "$(cat "$dir/$p/redis.pid")" >"$cg/cgroup.procs"
+		else
+			echo "$quota 100000" >"$cg/cpu.max"
+			echo "$(cat "$dir/$p/redis.pid")" >"$cg/cgroup.procs"
+		fi
+		log "node $p limited to $pct % of a core ($cg)"
+	done
+}
+
+uncap() {
+	local p cg
+	for p in $PORTS; do
+		cg=$(cgroup_dir "$p")
+		# A cgroup goes once its last task has left, a moment after the kill.
+		[[ -d $cg ]] && wait_until 50 rmdir "$cg" 2>/dev/null || true
+	done
 }
 
 status() {
@@ -143,8 +190,9 @@ case $cmd in
 start) start ;;
 stop) stop ;;
 status) status ;;
+cap) cap "${3:-}" ;;
 *)
-	echo "usage: $0 start|stop|status DIR" >&2
+	echo "usage: $0 start|stop|status|cap DIR [PERCENT]" >&2
 	exit 2
 	;;
 esac

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# frontdoor-perfload.sh [REPS] [DURATION]
+#
+# The front door (issue 14) as the issues measure it: perf-load's client
+# against a bare net/http handler, boxoffice embedded and boxoffice on
+# PostgreSQL + Redis + kafka-fake, each server its own process, interleaved
+# (bare, embedded, production) REPS times, 256 in flight, a fresh user per
+# request on a queued event of 70 x 1,000 seats (no booking workers: the
+# front door alone). Read the ratio of each system's rps to the bare rps of
+# the same repetition. Also prints the CPU the production processes used
+# in each run (ticks of 1/100 s, warm-up included).
+#
+# Needs: PERF_LOAD (default ../shared/perf-load, the load client's source),
+# PostgreSQL on 127.0.0.1:5432 with trust auth (the database bo_frontdoor is
+# dropped and created), redis-server (a throwaway one on port 6391). Ports
+# 26001, 26010, 26020 and 9193 must be free. Everything it starts it stops.
+set -euo pipefail
+
+REPS=${1:-3}
+DUR=${2:-6s}
+PERF_LOAD=${PERF_LOAD:-$(cd "$(dirname "$0")/../.." && pwd)/shared/perf-load}
+B=$(mktemp -d)
+cd "$(dirname "$0")/.."
+(cd "$PERF_LOAD" && go build -o "$B/perf-load" .)
+go build -o "$B/boxoffice" ./cmd/boxoffice
+export BOXOFFICE_AUTH_SECRET=frontdoor-perfload-secret-0123456789
+DB=bo_frontdoor
+psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" 2>/dev/null
+
+pids=()
+cleanup() {
+	kill "${pids[@]}" 2>/dev/null || true
+	redis-cli -p 6391 shutdown nosave >/dev/null 2>&1 || true
+	wait 2>/dev/null || true
+	rm -rf "$B"
+}
+trap cleanup EXIT
+redis-server --port 6391 --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --logfile "$B/redis.log"
+"$B/boxoffice" kafka-fake --addr 127.0.0.1:9193 >"$B/kafka.log" 2>&1 &
+kafka=$!
+pids+=("$kafka")
+"$B/perf-load" bare -addr 127.0.0.1:26001 &
+pids+=($!)
+common=(--rate-per-user 0 --rate-per-address 0 --rate-reads-per-user 0 --demo=false --workers 0)
+"$B/boxoffice" serve --addr 127.0.0.1:26010 --postgres "postgres://postgres@127.0.0.1:5432/$DB" \
+	--redis 127.0.0.1:6391 --kafka 127.0.0.1:9193 "${common[@]}" >"$B/production.log" 2>&1 &
+prod=$!
+pids+=("$prod")
+"$B/boxoffice" serve --addr 127.0.0.1:26020 --data "$B/data" "${common[@]}" >"$B/embedded.log" 2>&1 &
+pids+=($!)
+for port in 26001 26010 26020; do
+	for _ in $(seq 60); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/openapi.json" && break
+		sleep 1
+	done
+done
+
+admin=$("$B/boxoffice" token --sub organiser --role admin)
+opens=$(date -u -d '-1 min' +%Y-%m-%dT%H:%M:%SZ)
+starts=$(date -u -d '+30 days' +%Y-%m-%dT%H:%M:%SZ)
+# event PORT SECTION ROWS PER_ROW: a queued event, on sale since a minute.
+event() {
+	curl -sf -X POST "http://127.0.0.1:$1/events" -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
+		-d "{\"name\":\"front door $2\",\"venue\":\"Hall\",\"starts_at\":\"$starts\",\"sale_opens_at\":\"$opens\",\"sale_mode\":\"queued\",\"sections\":[{\"name\":\"$2\",\"price_tier\":\"t\",\"price_cents\":5000,\"rows\":$3,\"seats_per_row\":$4}]}" |
+		sed -E 's/.*"event_id":"([0-9]+)".*/\1/'
+}
+pe=$(event 26010 S 70 1000)
+pw=$(event 26010 W 10 1000)
+ee=$(event 26020 S 70 1000)
+ew=$(event 26020 W 10 1000)
+
+ticks() { for p in "$@"; do awk '{printf "%d ", $14+$15}' "/proc/$p/stat"; done; }
+redis_pid=$(redis-cli -p 6391 info server | awk -F: '/^process_id/{print $2}' | tr -d '\r')
+load=("$B/perf-load" -c 256 -w A -dur "$DUR" -rows 70 -perrow 1000 -section S -secret "$BOXOFFICE_AUTH_SECRET")
+warm=(-warm 2s -warm-rows 10 -warm-perrow 1000 -warm-section W)
+for r in $(seq "$REPS"); do
+	echo "bare $r $("${load[@]}" -system bare -url http://127.0.0.1:26001 -cell "b$r" | tail -1)"
+	echo "embedded $r $("${load[@]}" -system bo -url http://127.0.0.1:26020 -event "$ee" -warm-event "$ew" "${warm[@]}" -cell "e$r" | tail -1)"
+	t0=($(ticks "$prod" "$kafka" "$redis_pid"))
+	out=$("${load[@]}" -system bo -url http://127.0.0.1:26010 -event "$pe" -warm-event "$pw" "${warm[@]}" -cell "p$r" | tail -1)
+	t1=($(ticks "$prod" "$kafka" "$redis_pid"))
+	echo "production $r $out"
+	echo "cpu $r serve $((t1[0] - t0[0])) kafka-fake $((t1[1] - t0[1])) redis $((t1[2] - t0[2]))"
+done
