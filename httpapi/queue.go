@@ -20,7 +20,8 @@ func (s *Server) queued(w http.ResponseWriter, t *sale.QueueTicket) error {
 	}
 	w.Header().Set("Location", t.StatusURL)
 	w.Header().Set("Cache-Control", "private, no-store")
-	writeJSON(w, http.StatusAccepted, queueTicketOf(t))
+	qt := queueTicketOf(t)
+	writeQueueTicket(w, http.StatusAccepted, &qt)
 	return nil
 }
 
@@ -37,7 +38,8 @@ func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request, u boxoffice
 	if t.Status == boxoffice.QueueQueued || t.Status == boxoffice.QueueWaiting {
 		w.Header().Set("Retry-After", "2") // a polite polling pace
 	}
-	writeJSON(w, http.StatusOK, queueTicketOf(t))
+	qt := queueTicketOf(t)
+	writeQueueTicket(w, http.StatusOK, &qt)
 	return nil
 }
 
