@@ -59,14 +59,8 @@ func (t *queueTicketJSON) appendJSON(b []byte) []byte {
 	b = appendJSONString(b, t.StatusURL)
 	b = append(b, `,"events_url":`...)
 	b = appendJSONString(b, t.EventsURL)
-	if t.Reason != "" {
-		b = append(b, `,"reason":`...)
-		b = appendJSONString(b, t.Reason)
-	}
-	if t.Message != "" {
-		b = append(b, `,"message":`...)
-		b = appendJSONString(b, t.Message)
-	}
+	b = appendOptionalString(b, `,"reason":`, t.Reason)
+	b = appendOptionalString(b, `,"message":`, t.Message)
 	if t.BookingID != 0 {
 		b = append(b, `,"booking_id":"`...)
 		b = strconv.AppendInt(b, int64(t.BookingID), 10)
@@ -76,15 +70,17 @@ func (t *queueTicketJSON) appendJSON(b []byte) []byte {
 		b = append(b, `,"held_until":`...)
 		b = appendJSONTime(b, *t.HeldUntil)
 	}
-	if t.PaymentURL != "" {
-		b = append(b, `,"payment_url":`...)
-		b = appendJSONString(b, t.PaymentURL)
-	}
-	if t.WaitlistURL != "" {
-		b = append(b, `,"waitlist_url":`...)
-		b = appendJSONString(b, t.WaitlistURL)
-	}
+	b = appendOptionalString(b, `,"payment_url":`, t.PaymentURL)
+	b = appendOptionalString(b, `,"waitlist_url":`, t.WaitlistURL)
 	return append(b, '}')
+}
+
+// appendOptionalString writes key and s unless s is empty (omitempty).
+func appendOptionalString(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendJSONString(append(b, key...), s)
 }
 
 // appendJSONString quotes s as encoding/json does; anything but printable
