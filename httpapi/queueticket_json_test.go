@@ -16,7 +16,7 @@ import (
 func TestQueueTicketJSONIsEncodingJSONs(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	texts := []string{"", "/queue/266168001122795520", "sold_out", "a <b> & \"c\"", "x<y", "m&n", "tab\there", "é ü 🎟", "line\u2028sep", "\x7f", "back\\slash", string([]byte{0xff, 'x'})}
-	floats := []float64{0, -0.0, 1, 12.5, 113, 0.1, 1e-7, 3e-6, 1e20, 1e21, 5e300, 123456.789}
+	floats := []float64{0, math.Copysign(0, -1), 1, 12.5, 113, 0.1, 1e-7, 3e-6, 1e20, 1e21, 5e300, 123456.789}
 	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+30*60), time.FixedZone("y", -8*3600)}
 	pick := func(s []string) string { return s[r.IntN(len(s))] }
 	for i := range 5000 {
