@@ -161,11 +161,10 @@ cap() {
 		if [[ -f $cg/cpu.cfs_quota_us ]]; then
 			echo 100000 >"$cg/cpu.cfs_period_us"
 			echo "$quota" >"$cg/cpu.cfs_quota_us"
-			echo "$(cat "$dir/$p/redis.pid")" >"$cg/cgroup.procs"
 		else
 			echo "$quota 100000" >"$cg/cpu.max"
-			echo "$(cat "$dir/$p/redis.pid")" >"$cg/cgroup.procs"
 		fi
+		cat "$dir/$p/redis.pid" >"$cg/cgroup.procs"
 		log "node $p limited to $pct % of a core ($cg)"
 	done
 }
