@@ -88,8 +88,7 @@ func appendOptionalString(b []byte, key, s string) []byte {
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
+			return appendEncoded(b, s)
 		}
 	}
 	b = append(b, '"')
@@ -102,11 +101,7 @@ func appendJSONString(b []byte, s string) []byte {
 // through it.
 func appendJSONFloat(b []byte, f float64) []byte {
 	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(f) || math.IsInf(f, 0) {
-		q, err := json.Marshal(f)
-		if err != nil {
-			return append(b, "null"...)
-		}
-		return append(b, q...)
+		return appendEncoded(b, f)
 	}
 	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
@@ -115,13 +110,20 @@ func appendJSONFloat(b []byte, f float64) []byte {
 // accepts.
 func appendJSONTime(b []byte, t time.Time) []byte {
 	if y := t.Year(); y < 0 || y > 9999 {
-		q, err := json.Marshal(t)
-		if err != nil {
-			return append(b, "null"...)
-		}
-		return append(b, q...)
+		return appendEncoded(b, t)
 	}
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b, '"')
+}
+
+// appendEncoded is the way out to encoding/json for the rare values the
+// appenders above leave to it; one it refuses (NaN, a year past 9999) is
+// written null rather than failing the whole answer.
+func appendEncoded(b []byte, v any) []byte {
+	q, err := json.Marshal(v)
+	if err != nil {
+		return append(b, "null"...)
+	}
+	return append(b, q...)
 }
