@@ -77,7 +77,9 @@ for r in $(seq "$REPS"); do
 	echo "bare $r $("${load[@]}" -system bare -url http://127.0.0.1:26001 -cell "b$r" | tail -1)"
 	echo "embedded $r $("${load[@]}" -system bo -url http://127.0.0.1:26020 -event "$ee" -warm-event "$ew" "${warm[@]}" -cell "e$r" | tail -1)"
 	t0=($(ticks "$prod" "$kafka" "$redis_pid"))
-	out=$("${load[@]}" -system bo -url http://127.0.0.1:26010 -event "$pe" -warm-event "$pw" "${warm[@]}" -cell "p$r" | tail -1)
+	all=$("${load[@]}" -system bo -url http://127.0.0.1:26010 -event "$pe" -warm-event "$pw" "${warm[@]}" -cell "p$r")
+	out=$(tail -1 <<<"$all")
+	echo "$all" >> /tmp/fd-all.log
 	t1=($(ticks "$prod" "$kafka" "$redis_pid"))
 	echo "production $r $out"
 	echo "cpu $r serve $((t1[0] - t0[0])) kafka-fake $((t1[1] - t0[1])) redis $((t1[2] - t0[2]))"

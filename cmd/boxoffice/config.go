@@ -54,6 +54,7 @@ type config struct {
 	RateAddrBurst  int
 	Metrics        bool
 	MetricsAddr    string
+	PprofAddr      string
 	AuthSecret     string // only from the environment: never a flag, never printed
 	Auth           auth.Options
 	MaxStreams     int
@@ -106,6 +107,7 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.RateAddrBurst, "rate-address-burst", 200, "how many of them may come at once")
 	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at /metrics (to an organiser's token on the API's address, or see --metrics-addr)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address alone, without a token (a private network's scraper), instead of on the API's")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "serve Go's runtime profiles at /debug/pprof/ on this address, without a token (loopback or a private network only)")
 	return fs
 }
 

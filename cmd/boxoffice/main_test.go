@@ -44,6 +44,7 @@ type server struct {
 	admin    string
 	event    string
 	metrics  string // --metrics-addr's URL
+	profiles string // --pprof-addr's URL
 	done     chan error
 }
 
@@ -53,6 +54,7 @@ var (
 	adminRE    = regexp.MustCompile(`admin token +\(demo-admin, 7 days\): +(\S+)`)
 	eventRE    = regexp.MustCompile(`demo event (\d+):`)
 	metricsRE  = regexp.MustCompile(`metrics at (http://\S+)`)
+	profilesRE = regexp.MustCompile(`profiles at (http://\S+)`)
 )
 
 func startServer(t *testing.T, dataDir string, extra ...string) *server {
@@ -86,6 +88,9 @@ func startServerEnv(t *testing.T, dataDir string, env []string, extra ...string)
 			}
 			if m := metricsRE.FindStringSubmatch(line); m != nil {
 				s.metrics = m[1]
+			}
+			if m := profilesRE.FindStringSubmatch(line); m != nil {
+				s.profiles = m[1]
 			}
 			if m := customerRE.FindStringSubmatch(line); m != nil {
 				s.customer = m[1]
@@ -343,5 +348,31 @@ func TestServeMetricsOnTheirOwnAddress(t *testing.T) {
 	}
 	if st, _ := s.call(t, "GET", "/metrics", s.admin, nil); st != http.StatusNotFound {
 		t.Errorf("GET /metrics on the API's address: %d, want 404", st)
+	}
+}
+
+// With --pprof-addr Go's profiles are served there, and never on the
+// API's address.
+func TestServeProfilesOnTheirOwnAddress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	s := startServer(t, t.TempDir(), "--pprof-addr", "127.0.0.1:0")
+	if s.profiles == "" {
+		t.Fatal("no profiles address printed")
+	}
+	for path, want := range map[string]string{"": "goroutine", "goroutine?debug=1": "goroutine profile", "heap?debug=1": "heap profile"} {
+		resp, err := http.Get(s.profiles + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s%s: %d\n%.500s", s.profiles, path, resp.StatusCode, body)
+		}
+	}
+	if st, _ := s.call(t, "GET", "/debug/pprof/", s.admin, nil); st != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ on the API's address: %d, want 404", st)
 	}
 }

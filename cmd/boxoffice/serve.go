@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -67,6 +68,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer stopMetrics()
+	stopProfiles, err := serveProfiles(c, stdout)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	base := "http://" + ln.Addr().String()
 	// Sign-in tokens are printed for the embedded default on this machine
 	// alone: a server on a shared store or a public address logs its
@@ -83,16 +89,47 @@ func serveMetrics(c config, n *node.Node, stdout io.Writer) (stop func(), err er
 	if !c.Metrics || c.MetricsAddr == "" || n.MetricsHandler() == nil {
 		return func() {}, nil
 	}
-	mln, err := net.Listen("tcp", c.MetricsAddr)
+	own := http.NewServeMux()
+	own.Handle("GET /metrics", n.MetricsHandler())
+	at, stop, err := serveAside(c.MetricsAddr, own)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
+	fmt.Fprintf(stdout, "metrics at http://%s/metrics\n", at)
+	return stop, nil
+}
+
+// serveProfiles serves Go's runtime profiles (net/http/pprof) on
+// --pprof-addr, if given: what an operator reads when a process burns CPU
+// or memory under real load, where a benchmark cannot reproduce it.
+func serveProfiles(c config, stdout io.Writer) (stop func(), err error) {
+	if c.PprofAddr == "" {
+		return func() {}, nil
+	}
 	own := http.NewServeMux()
-	own.Handle("GET /metrics", n.MetricsHandler())
-	msrv := &http.Server{Handler: own, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = msrv.Serve(mln) }()
-	fmt.Fprintf(stdout, "metrics at http://%s/metrics\n", mln.Addr())
-	return func() { msrv.Close() }, nil
+	own.HandleFunc("GET /debug/pprof/", pprof.Index)
+	own.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	own.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	own.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	own.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	at, stop, err := serveAside(c.PprofAddr, own)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr: %w", err)
+	}
+	fmt.Fprintf(stdout, "profiles at http://%s/debug/pprof/\n", at)
+	return stop, nil
+}
+
+// serveAside serves h on a listener of its own at addr, beside the API;
+// stop closes it.
+func serveAside(addr string, h http.Handler) (net.Addr, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr(), func() { srv.Close() }, nil
 }
 
 // newLogger logs text at level; a record logged with a traced request's
@@ -190,6 +227,11 @@ func runPart(ctx context.Context, name string, args []string, getenv func(string
 		return err
 	}
 	defer stopMetrics()
+	stopProfiles, err := serveProfiles(c, stdout)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	if o.Workers > 0 && n.Parts().Queue == nil {
 		return errors.New("no queue in this configuration: give --kafka (with --redis) or use the embedded store")
 	}
