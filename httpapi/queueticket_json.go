@@ -1,19 +1,18 @@
 package httpapi
 
 import (
-	"encoding/json"
-	"math"
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
+
+	"github.com/boxoffice/boxoffice/internal/jsonappend"
 )
 
 // The queue ticket is the most written answer of a sale: every 202 at the
 // front door and every poll of /queue/{id}. appendJSON writes it without
-// reflection, byte for byte what encoding/json writes for queueTicketJSON
-// (TestQueueTicketJSONIsEncodingJSONs compares them on random tickets); the
-// stream's events still go through encoding/json.
+// reflection (internal/jsonappend), byte for byte what encoding/json writes
+// for queueTicketJSON (TestQueueTicketJSONIsEncodingJSONs compares them on
+// random tickets); the stream's events still go through encoding/json.
 
 var ticketBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
@@ -34,7 +33,7 @@ func (t *queueTicketJSON) appendJSON(b []byte) []byte {
 	b = append(b, `","event_id":"`...)
 	b = strconv.AppendInt(b, int64(t.EventID), 10)
 	b = append(b, `","status":`...)
-	b = appendJSONString(b, string(t.Status))
+	b = jsonappend.String(b, string(t.Status))
 	b = append(b, `,"queue_position":`...)
 	b = strconv.AppendInt(b, t.QueuePosition, 10)
 	b = append(b, `,"ahead":`...)
@@ -43,7 +42,7 @@ func (t *queueTicketJSON) appendJSON(b []byte) []byte {
 	if t.EstimatedWaitSeconds == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONFloat(b, *t.EstimatedWaitSeconds)
+		b = jsonappend.Float(b, *t.EstimatedWaitSeconds)
 	}
 	if t.SeatsLeft != nil {
 		b = append(b, `,"seats_left":`...)
@@ -54,13 +53,13 @@ func (t *queueTicketJSON) appendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(*t.ExpectedSeatsLeft), 10)
 	}
 	b = append(b, `,"sale_opens_at":`...)
-	b = appendJSONTime(b, t.SaleOpensAt)
+	b = jsonappend.Time(b, t.SaleOpensAt)
 	b = append(b, `,"status_url":`...)
-	b = appendJSONString(b, t.StatusURL)
+	b = jsonappend.String(b, t.StatusURL)
 	b = append(b, `,"events_url":`...)
-	b = appendJSONString(b, t.EventsURL)
-	b = appendOptionalString(b, `,"reason":`, t.Reason)
-	b = appendOptionalString(b, `,"message":`, t.Message)
+	b = jsonappend.String(b, t.EventsURL)
+	b = jsonappend.OptionalString(b, `,"reason":`, t.Reason)
+	b = jsonappend.OptionalString(b, `,"message":`, t.Message)
 	if t.BookingID != 0 {
 		b = append(b, `,"booking_id":"`...)
 		b = strconv.AppendInt(b, int64(t.BookingID), 10)
@@ -68,62 +67,9 @@ func (t *queueTicketJSON) appendJSON(b []byte) []byte {
 	}
 	if t.HeldUntil != nil {
 		b = append(b, `,"held_until":`...)
-		b = appendJSONTime(b, *t.HeldUntil)
+		b = jsonappend.Time(b, *t.HeldUntil)
 	}
-	b = appendOptionalString(b, `,"payment_url":`, t.PaymentURL)
-	b = appendOptionalString(b, `,"waitlist_url":`, t.WaitlistURL)
+	b = jsonappend.OptionalString(b, `,"payment_url":`, t.PaymentURL)
+	b = jsonappend.OptionalString(b, `,"waitlist_url":`, t.WaitlistURL)
 	return append(b, '}')
-}
-
-// appendOptionalString writes key and s unless s is empty (omitempty).
-func appendOptionalString(b []byte, key, s string) []byte {
-	if s == "" {
-		return b
-	}
-	return appendJSONString(append(b, key...), s)
-}
-
-// appendJSONString quotes s as encoding/json does; anything but printable
-// ASCII without the characters it escapes goes through encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return appendEncoded(b, s)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// appendJSONFloat writes f as encoding/json does for the plain range; the
-// exponent forms, and NaN and the infinities (which it refuses), go
-// through it.
-func appendJSONFloat(b []byte, f float64) []byte {
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(f) || math.IsInf(f, 0) {
-		return appendEncoded(b, f)
-	}
-	return strconv.AppendFloat(b, f, 'f', -1, 64)
-}
-
-// appendJSONTime writes t as time.Time.MarshalJSON does, for the years it
-// accepts.
-func appendJSONTime(b []byte, t time.Time) []byte {
-	if y := t.Year(); y < 0 || y > 9999 {
-		return appendEncoded(b, t)
-	}
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
-}
-
-// appendEncoded is the way out to encoding/json for the rare values the
-// appenders above leave to it; one it refuses (NaN, a year past 9999) is
-// written null rather than failing the whole answer.
-func appendEncoded(b []byte, v any) []byte {
-	q, err := json.Marshal(v)
-	if err != nil {
-		return append(b, "null"...)
-	}
-	return append(b, q...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/jsonappend"
 	"github.com/boxoffice/boxoffice/internal/lru"
 )
 
@@ -436,6 +437,7 @@ func (q *QueueState) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([
 	}
 	var groups []*group
 	byslot := map[slotOf]*group{}
+	var body []byte
 	for i, a := range as {
 		r := a.Request
 		k := slots[r.EventID]
@@ -447,10 +449,7 @@ func (q *QueueState) AdmitMany(ctx context.Context, as []boxoffice.Admission) ([
 			byslot[slotOf{r.EventID, j}] = g
 			groups = append(groups, g)
 		}
-		body, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
+		body = r.AppendJSON(body[:0])
 		pre := "0"
 		if a.PreQueue {
 			pre = "1"
@@ -536,7 +535,8 @@ func (q *QueueState) admitted(ctx context.Context, r *boxoffice.QueuedRequest, e
 }
 
 func (q *QueueState) indexCmd(r *boxoffice.QueuedRequest) rueidis.Completed {
-	v, _ := json.Marshal([]string{r.EventID.String(), r.UserID, r.IdempotencyKey})
+	var a [128]byte
+	v := jsonappend.Strings(a[:0], []string{r.EventID.String(), r.UserID, r.IdempotencyKey})
 	return q.client.B().Set().Key(q.idKey(r.ID)).Value(string(v)).Ex(q.TTL).Build()
 }
 

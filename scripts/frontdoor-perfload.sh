@@ -8,12 +8,14 @@
 # request on a queued event of 70 x 1,000 seats (no booking workers: the
 # front door alone). Read the ratio of each system's rps to the bare rps of
 # the same repetition. Also prints the CPU the production processes used
-# in each run (ticks of 1/100 s, warm-up included).
+# in each run (ticks of 1/100 s, warm-up included) and per request. With
+# PROFILE=FILE, the production server's CPU profile of each run is written
+# to FILE.1, FILE.2, ... (read with go tool pprof).
 #
 # Needs: PERF_LOAD (default ../shared/perf-load, the load client's source),
 # PostgreSQL on 127.0.0.1:5432 with trust auth (the database bo_frontdoor is
 # dropped and created), redis-server (a throwaway one on port 6391). Ports
-# 26001, 26010, 26020 and 9193 must be free. Everything it starts it stops.
+# 26001, 26010, 26020, 26030 and 9193 must be free. Everything it starts it stops.
 set -euo pipefail
 
 REPS=${1:-3}
@@ -43,7 +45,7 @@ pids+=("$kafka")
 pids+=($!)
 common=(--rate-per-user 0 --rate-per-address 0 --rate-reads-per-user 0 --demo=false --workers 0)
 "$B/boxoffice" serve --addr 127.0.0.1:26010 --postgres "postgres://postgres@127.0.0.1:5432/$DB" \
-	--redis 127.0.0.1:6391 --kafka 127.0.0.1:9193 "${common[@]}" >"$B/production.log" 2>&1 &
+	--redis 127.0.0.1:6391 --kafka 127.0.0.1:9193 --pprof-addr 127.0.0.1:26030 "${common[@]}" >"$B/production.log" 2>&1 &
 prod=$!
 pids+=("$prod")
 "$B/boxoffice" serve --addr 127.0.0.1:26020 --data "$B/data" "${common[@]}" >"$B/embedded.log" 2>&1 &
@@ -77,10 +79,18 @@ for r in $(seq "$REPS"); do
 	echo "bare $r $("${load[@]}" -system bare -url http://127.0.0.1:26001 -cell "b$r" | tail -1)"
 	echo "embedded $r $("${load[@]}" -system bo -url http://127.0.0.1:26020 -event "$ee" -warm-event "$ew" "${warm[@]}" -cell "e$r" | tail -1)"
 	t0=($(ticks "$prod" "$kafka" "$redis_pid"))
+	profiling=
+	if [ -n "${PROFILE:-}" ]; then
+		curl -s -o "$PROFILE.$r" "http://127.0.0.1:26030/debug/pprof/profile?seconds=${DUR%s}" &
+		profiling=$!
+	fi
 	all=$("${load[@]}" -system bo -url http://127.0.0.1:26010 -event "$pe" -warm-event "$pw" "${warm[@]}" -cell "p$r")
-	out=$(tail -1 <<<"$all")
-	echo "$all" >> /tmp/fd-all.log
 	t1=($(ticks "$prod" "$kafka" "$redis_pid"))
-	echo "production $r $out"
-	echo "cpu $r serve $((t1[0] - t0[0])) kafka-fake $((t1[1] - t0[1])) redis $((t1[2] - t0[2]))"
+	[ -z "$profiling" ] || wait "$profiling"
+	echo "production $r $(tail -1 <<<"$all")"
+	# Requests of both phases (warm-up and run), as the ticks cover both.
+	n=$(sed -E 's/.*"requests":([0-9]+).*/\1/' <<<"$all" | awk '{s += $1} END {print s}')
+	us() { echo "$(($1 * 10000 / n))"; }
+	echo "cpu $r of $n requests: serve $((t1[0] - t0[0])) kafka-fake $((t1[1] - t0[1])) redis $((t1[2] - t0[2])) ticks;" \
+		"µs a request: serve $(us $((t1[0] - t0[0]))) kafka-fake $(us $((t1[1] - t0[1]))) redis $(us $((t1[2] - t0[2])))"
 done

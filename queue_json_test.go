@@ -1,0 +1,79 @@
+package boxoffice
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// AppendJSON writes what encoding/json writes for a queued request, for
+// requests of every shape: each optional field there or not, times in and
+// out of UTC, text that needs escaping.
+func TestQueuedRequestAppendJSONIsEncodingJSONs(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	texts := []string{"", "user-42", "S-A-1", "5f2c9a", "a <b> & \"c\"", "x<y", "m&n", "tab\there", "é ü 🎟", "line\u2028sep", "\x7f", "back\\slash", string([]byte{0xff, 'x'}),
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	floats := []float64{0, math.Copysign(0, -1), 1, 12.5, 113, 0.1, 1e-7, 3e-6, 1e20, 1e21, 5e300, 123456.789}
+	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+30*60), time.FixedZone("y", -8*3600)}
+	pick := func(s []string) string { return s[r.IntN(len(s))] }
+	for i := range 5000 {
+		q := QueuedRequest{
+			ID:             ID(r.Int64()),
+			EventID:        ID(r.Int64N(1000)),
+			UserID:         pick(texts),
+			IdempotencyKey: pick(texts),
+			RequestHash:    pick(texts),
+			Position:       r.Int64N(10_000_000) - 5,
+			EnqueuedAt:     time.Unix(r.Int64N(1<<34), r.Int64N(1e9)).In(zones[r.IntN(len(zones))]),
+		}
+		switch r.IntN(3) {
+		case 0: // nil: null
+		case 1:
+			q.SeatIDs = []string{}
+		default:
+			for range 1 + r.IntN(4) {
+				q.SeatIDs = append(q.SeatIDs, pick(texts))
+			}
+		}
+		if r.IntN(4) == 0 {
+			q.Best = &BestAvailable{Quantity: r.IntN(8), Section: pick(texts), Features: []SeatFeature{"aisle"}}
+		}
+		if r.IntN(2) == 0 {
+			q.TraceParent = pick(texts)
+		}
+		if r.IntN(2) == 0 {
+			f := floats[r.IntN(len(floats))]
+			q.EstimatedWait = &f
+		}
+		want, err := json.Marshal(&q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := q.AppendJSON([]byte("x")); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("request %d:\nappend: %s\njson:   x%s", i, got, want)
+		}
+	}
+}
+
+func BenchmarkQueuedRequestJSON(b *testing.B) {
+	w := 12.5
+	q := &QueuedRequest{ID: 266168001122795520, EventID: 266168001122795000, UserID: "user-123456", SeatIDs: []string{"S-AB-123"},
+		IdempotencyKey: "0f3c1a9e-1b2c-4d5e-8f90-123456789abc", RequestHash: "9f86d081884c7d659a2feaa0c55ad015",
+		Position: 123456, EnqueuedAt: time.Now(), EstimatedWait: &w}
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = json.Marshal(q)
+		}
+	})
+	b.Run("AppendJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 512)
+		for b.Loop() {
+			buf = q.AppendJSON(buf[:0])
+		}
+	})
+}
