@@ -40,6 +40,14 @@ func decodeBytesOrReader(rd io.Reader, v any) error {
 	if err != nil {
 		return jsonError(err)
 	}
+	if f, ok := v.(fastDecoder); ok && f.decodeFast(body) {
+		return nil
+	}
+	return decodeBody(body, v)
+}
+
+// decodeBody is the general way: encoding/json, then exactNames.
+func decodeBody(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -8,9 +9,10 @@ import (
 )
 
 // FuzzDecodeReserve feeds arbitrary bodies and headers to the reserve
-// decoding. It must never panic, and whatever it accepts must be a request
-// the service can work on: a positive event id and a key, if any, from the
-// body or the header.
+// decoding. It must never panic, whatever it accepts must be a request the
+// service can work on (a positive event id and a key, if any, from the
+// body or the header), and what the fast path accepts the general way
+// decodes to the same request.
 func FuzzDecodeReserve(f *testing.F) {
 	f.Add(`{"event_id":"123","seat_ids":["A-A-1","A-A-2"],"idempotency_key":"k"}`, "")
 	f.Add(`{"event_id":123,"seat_ids":["A-A-1"]}`, "k")
@@ -20,6 +22,12 @@ func FuzzDecodeReserve(f *testing.F) {
 	f.Add(`[]`, "")
 	f.Add(`{"event_id":"1","seat_ids":null,"idempotency_key":"a"}`, "b")
 	f.Fuzz(func(t *testing.T, body, header string) {
+		var fast, general reserveRequest
+		if fast.decodeFast([]byte(body)) {
+			if err := decodeBody([]byte(body), &general); err != nil || !reflect.DeepEqual(fast, general) {
+				t.Fatalf("fast path %+v, general way %+v (%v)", fast, general, err)
+			}
+		}
 		var q reserveRequest
 		if err := decodeBytesOrReader(strings.NewReader(body), &q); err != nil {
 			if boxoffice.ErrorCode(err) == boxoffice.EINTERNAL {
