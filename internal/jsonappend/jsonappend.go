@@ -18,7 +18,7 @@ import (
 // without the characters it escapes goes through encoding/json.
 func String(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plain[s[i]] {
 			return Value(b, s)
 		}
 	}
@@ -26,6 +26,15 @@ func String(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// plain marks the bytes encoding/json writes as they are inside a string:
+// printable ASCII but for the quote, the backslash and its HTML escapes.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // OptionalString writes key (with its comma and colon) and s unless s is
 // empty: a string field with omitempty.

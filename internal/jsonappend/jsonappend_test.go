@@ -26,6 +26,10 @@ func TestAppendersAreEncodingJSONs(t *testing.T) {
 	for _, s := range texts {
 		same(String(nil, s), s)
 	}
+	for c := range 256 {
+		s := "a" + string([]byte{byte(c)}) + "b"
+		same(String(nil, s), s)
+	}
 	for _, ss := range [][]string{nil, {}, {"a"}, texts} {
 		same(Strings(nil, ss), ss)
 	}
@@ -43,5 +47,13 @@ func TestAppendersAreEncodingJSONs(t *testing.T) {
 	}
 	if got := OptionalString([]byte("{"), `"k":`, "v"); string(got) != `{"k":"v"` {
 		t.Errorf("optional string: %s", got)
+	}
+}
+
+func BenchmarkString(b *testing.B) {
+	s := "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	buf := make([]byte, 0, 256)
+	for b.Loop() {
+		buf = String(buf[:0], s)
 	}
 }
