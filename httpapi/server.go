@@ -144,22 +144,25 @@ func (s *Server) wrap(rt Route) http.Handler {
 		// A span per request, continuing the caller's trace (traceparent);
 		// its id goes back in X-Trace-Id, so a buyer's support ticket
 		// leads to the logs of every process the request crossed.
-		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.route", rt.Pattern), attribute.String("http.request.method", rt.Method)))
-		defer span.End()
-		if id := tracing.TraceID(ctx); id != "" {
-			w.Header().Set("X-Trace-Id", id)
-		}
-		r = r.WithContext(ctx)
+		// With traces off and no traceparent, there is nothing to carry.
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		w = rec
-		defer func() {
-			span.SetAttributes(attribute.Int("http.response.status_code", rec.status))
-			if rec.status >= 500 {
-				span.SetStatus(codes.Error, http.StatusText(rec.status))
+		if len(r.Header["Traceparent"]) > 0 || tracing.Active(r.Context()) {
+			ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+			ctx, span := tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(attribute.String("http.route", rt.Pattern), attribute.String("http.request.method", rt.Method)))
+			defer span.End()
+			if id := tracing.TraceID(ctx); id != "" {
+				w.Header().Set("X-Trace-Id", id)
 			}
-		}()
+			r = r.WithContext(ctx)
+			defer func() {
+				span.SetAttributes(attribute.Int("http.response.status_code", rec.status))
+				if rec.status >= 500 {
+					span.SetStatus(codes.Error, http.StatusText(rec.status))
+				}
+			}()
+		}
+		w = rec
 		if s.observer != nil {
 			start := time.Now()
 			defer func() {

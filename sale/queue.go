@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/layout"
@@ -102,8 +103,11 @@ func (s *Queue) Enqueue(ctx context.Context, u boxoffice.User, req ReserveReques
 	}
 	r := &boxoffice.QueuedRequest{ID: id, EventID: ev.ID, UserID: u.ID, SeatIDs: req.SeatIDs, Best: req.Best,
 		IdempotencyKey: req.IdempotencyKey, RequestHash: hash, EnqueuedAt: now, TraceParent: tracing.Parent(ctx)}
-	actx, span := tracing.Tracer().Start(ctx, "boxoffice.queue.admit", trace.WithAttributes(
-		attribute.String("boxoffice.request_id", id.String()), attribute.String("boxoffice.event_id", ev.ID.String())))
+	actx, span := ctx, trace.Span(noop.Span{}) // nothing to record unless Active
+	if tracing.Active(ctx) {
+		actx, span = tracing.Tracer().Start(ctx, "boxoffice.queue.admit", trace.WithAttributes(
+			attribute.String("boxoffice.request_id", id.String()), attribute.String("boxoffice.event_id", ev.ID.String())))
+	}
 	e, replay, err := s.admit(actx, r, preQueue)
 	if err != nil {
 		span.SetStatus(codes.Error, boxoffice.ErrorCode(err))

@@ -26,6 +26,20 @@ import (
 // costs next to nothing before.
 func Tracer() trace.Tracer { return otel.Tracer("github.com/boxoffice/boxoffice") }
 
+// unset is the global tracer provider before anyone installs one: otel's
+// delegating provider, whose tracers make spans that record nothing.
+var unset = otel.GetTracerProvider()
+
+// Active reports whether spans started under ctx are worth starting: a
+// tracer provider is installed (Setup, or a test's), or ctx carries a
+// trace, such as a caller's traceparent, that must pass through to the
+// queue and the logs. When it is false a request's spans are skipped: with
+// traces off, the global tracer's do-nothing spans still cost their
+// options, a look-up and allocations on every request.
+func Active(ctx context.Context) bool {
+	return otel.GetTracerProvider() != unset || trace.SpanContextFromContext(ctx).IsValid()
+}
+
 // Enabled says whether the environment asks for traces: an OTLP endpoint
 // is set (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 // and OTEL_TRACES_EXPORTER is not "none" (OTEL_SDK_DISABLED=true turns
