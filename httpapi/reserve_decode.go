@@ -1,6 +1,9 @@
 package httpapi
 
-import "github.com/boxoffice/boxoffice"
+import (
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/jsonscan"
+)
 
 // A reserve's body is decoded on every request of a flash sale, and
 // encoding/json (a decoder, reflection, then exactNames' pass for the
@@ -21,112 +24,33 @@ type fastDecoder interface {
 func (q *reserveRequest) decodeFast(b []byte) bool {
 	var out reserveRequest
 	var haveEvent, haveSeats, haveKey bool
-	i := jsonSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = jsonSpace(b, i+1)
-	for {
-		ks, ke, ok := plainString(b, i)
-		if !ok {
-			return false
-		}
-		i = jsonSpace(b, ke+1)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = jsonSpace(b, i+1)
-		switch string(b[ks:ke]) {
+	ok := jsonscan.Object(b, 0, func(key []byte, at int) (int, bool) {
+		switch string(key) {
 		case "event_id":
-			s, e, ok := plainString(b, i)
+			s, e, ok := jsonscan.String(b, at)
 			if !ok || haveEvent {
-				return false
+				return 0, false
 			}
 			id, err := boxoffice.ParseID(string(b[s:e]))
-			if err != nil {
-				return false
-			}
-			out.EventID, haveEvent, i = id, true, e+1
+			out.EventID, haveEvent = id, true
+			return e + 1, err == nil
 		case "seat_ids":
-			if haveSeats || i >= len(b) || b[i] != '[' {
-				return false
-			}
-			out.SeatIDs, haveSeats = []string{}, true
-			i = jsonSpace(b, i+1)
-			if i < len(b) && b[i] == ']' {
-				i++
-				break
-			}
-			for {
-				s, e, ok := plainString(b, i)
-				if !ok {
-					return false
-				}
-				out.SeatIDs = append(out.SeatIDs, string(b[s:e]))
-				i = jsonSpace(b, e+1)
-				if i >= len(b) {
-					return false
-				}
-				if b[i] == ']' {
-					i++
-					break
-				}
-				if b[i] != ',' {
-					return false
-				}
-				i = jsonSpace(b, i+1)
-			}
+			ss, next, ok := jsonscan.Strings(b, at)
+			out.SeatIDs = ss
+			ok, haveSeats = ok && !haveSeats, true
+			return next, ok
 		case "idempotency_key":
-			s, e, ok := plainString(b, i)
+			s, e, ok := jsonscan.String(b, at)
 			if !ok || haveKey {
-				return false
+				return 0, false
 			}
-			out.IdempotencyKey, haveKey, i = string(b[s:e]), true, e+1
-		default:
-			return false
+			out.IdempotencyKey, haveKey = string(b[s:e]), true
+			return e + 1, true
 		}
-		i = jsonSpace(b, i)
-		if i >= len(b) {
-			return false
-		}
-		if b[i] == '}' {
-			break
-		}
-		if b[i] != ',' {
-			return false
-		}
-		i = jsonSpace(b, i+1)
+		return 0, false
+	})
+	if ok {
+		*q = out
 	}
-	if jsonSpace(b, i+1) != len(b) {
-		return false
-	}
-	*q = out
-	return true
-}
-
-// jsonSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func jsonSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// plainString finds the JSON string starting at b[i] if it is printable
-// ASCII without escapes: its text is b[s:e], and b[e] is its closing
-// quote.
-func plainString(b []byte, i int) (s, e int, ok bool) {
-	if i >= len(b) || b[i] != '"' {
-		return 0, 0, false
-	}
-	for e = i + 1; e < len(b); e++ {
-		switch c := b[e]; {
-		case c == '"':
-			return i + 1, e, true
-		case c < 0x20 || c >= 0x7f || c == '\\':
-			return 0, 0, false
-		}
-	}
-	return 0, 0, false
+	return ok
 }

@@ -1,0 +1,122 @@
+// Package jsonscan reads the plain shapes of JSON that hot paths decode on
+// every request (a reserve's body, a token's claims) in one pass, without
+// reflection. Each reader reports ok only for the plain case it knows:
+// strings of printable ASCII without escapes, whole non-negative numbers.
+// Its callers fall back to encoding/json for anything else and check with
+// differential tests that what they accept decodes the same both ways.
+package jsonscan
+
+// Space returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func Space(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// String finds the JSON string starting at b[i] if it is printable ASCII
+// without escapes: its text is b[s:e], and b[e] is its closing quote.
+func String(b []byte, i int) (s, e int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, false
+	}
+	for e = i + 1; e < len(b); e++ {
+		switch c := b[e]; {
+		case c == '"':
+			return i + 1, e, true
+		case c < 0x20 || c >= 0x7f || c == '\\':
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// Strings reads the array of plain strings starting at b[i]; next is the
+// index after its closing bracket. An empty array is a non-nil empty
+// slice, as encoding/json makes it.
+func Strings(b []byte, i int) (ss []string, next int, ok bool) {
+	if i >= len(b) || b[i] != '[' {
+		return nil, 0, false
+	}
+	ss = []string{}
+	i = Space(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return ss, i + 1, true
+	}
+	for {
+		s, e, ok := String(b, i)
+		if !ok {
+			return nil, 0, false
+		}
+		ss = append(ss, string(b[s:e]))
+		i = Space(b, e+1)
+		if i >= len(b) {
+			return nil, 0, false
+		}
+		if b[i] == ']' {
+			return ss, i + 1, true
+		}
+		if b[i] != ',' {
+			return nil, 0, false
+		}
+		i = Space(b, i+1)
+	}
+}
+
+// Whole reads the number starting at b[i] if it is a whole number of 1 to
+// 15 digits without a sign, fraction or exponent (exact as a float64);
+// next is the index after it.
+func Whole(b []byte, i int) (n int64, next int, ok bool) {
+	j := i
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		n = n*10 + int64(b[j]-'0')
+		j++
+	}
+	if d := j - i; d == 0 || d > 15 || d > 1 && b[i] == '0' {
+		return 0, 0, false
+	}
+	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+		return 0, 0, false
+	}
+	return n, j, true
+}
+
+// Object calls field for each key of the object starting at b[i], with the
+// index of its value; field returns the index after the value, or ok
+// false to give up. Object reports whether the whole of b is that one
+// object (whitespace around it allowed) and every field was read.
+func Object(b []byte, i int, field func(key []byte, at int) (next int, ok bool)) bool {
+	i = Space(b, i)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = Space(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return Space(b, i+1) == len(b)
+	}
+	for {
+		ks, ke, ok := String(b, i)
+		if !ok {
+			return false
+		}
+		i = Space(b, ke+1)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		if i, ok = field(b[ks:ke], Space(b, i+1)); !ok {
+			return false
+		}
+		i = Space(b, i)
+		if i >= len(b) {
+			return false
+		}
+		if b[i] == '}' {
+			return Space(b, i+1) == len(b)
+		}
+		if b[i] != ',' {
+			return false
+		}
+		i = Space(b, i+1)
+	}
+}

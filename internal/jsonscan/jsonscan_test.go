@@ -1,0 +1,50 @@
+package jsonscan
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestWhole(t *testing.T) {
+	for in, want := range map[string][2]int64{"0": {0, 1}, "7,": {7, 1}, "1800000000}": {1800000000, 10}, "999999999999999": {999999999999999, 15}} {
+		if n, next, ok := Whole([]byte(in), 0); !ok || n != want[0] || int64(next) != want[1] {
+			t.Errorf("Whole(%q) = %d, %d, %v", in, n, next, ok)
+		}
+	}
+	for _, in := range []string{"", "-1", "01", "1.5", "1e3", "2E1", "1000000000000000", "x"} {
+		if _, _, ok := Whole([]byte(in), 0); ok {
+			t.Errorf("Whole(%q) accepted", in)
+		}
+	}
+}
+
+func TestStringsAndObject(t *testing.T) {
+	for in, want := range map[string][]string{`[]`: {}, `[ "a" , "b-1" ]`: {"a", "b-1"}} {
+		if ss, next, ok := Strings([]byte(in), 0); !ok || !reflect.DeepEqual(ss, want) || next != len(in) {
+			t.Errorf("Strings(%q) = %q, %d, %v", in, ss, next, ok)
+		}
+	}
+	for _, in := range []string{`["a",]`, `["a\n"]`, `["\u0041"]`, `["é"]`, `[1]`, `["a"`, `null`} {
+		if _, _, ok := Strings([]byte(in), 0); ok {
+			t.Errorf("Strings(%q) accepted", in)
+		}
+	}
+	var keys []string
+	ok := Object([]byte(" {\"a\" : \"x\", \"b\":[]}\n"), 0, func(key []byte, at int) (int, bool) {
+		keys = append(keys, string(key))
+		if key[0] == 'a' {
+			_, e, ok := String([]byte(" {\"a\" : \"x\", \"b\":[]}\n"), at)
+			return e + 1, ok
+		}
+		_, next, ok := Strings([]byte(" {\"a\" : \"x\", \"b\":[]}\n"), at)
+		return next, ok
+	})
+	if !ok || !reflect.DeepEqual(keys, []string{"a", "b"}) {
+		t.Errorf("Object: %v, keys %q", ok, keys)
+	}
+	for _, in := range []string{`{"a":"x"} x`, `{"a":"x",}`, `{"a" "x"}`, `["a"]`, `{"a":"x"`} {
+		if Object([]byte(in), 0, func(_ []byte, at int) (int, bool) { _, e, ok := String([]byte(in), at); return e + 1, ok }) {
+			t.Errorf("Object(%q) accepted", in)
+		}
+	}
+}
