@@ -72,25 +72,28 @@ ee=$(event 26020 S 70 1000)
 ew=$(event 26020 W 10 1000)
 
 ticks() { for p in "$@"; do awk '{printf "%d ", $14+$15}' "/proc/$p/stat"; done; }
+# stat: the machine's busy and idle ticks (all cores), for how idle it was.
+stat() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
 redis_pid=$(redis-cli -p 6391 info server | awk -F: '/^process_id/{print $2}' | tr -d '\r')
 load=("$B/perf-load" -c 256 -w A -dur "$DUR" -rows 70 -perrow 1000 -section S -secret "$BOXOFFICE_AUTH_SECRET")
 warm=(-warm 2s -warm-rows 10 -warm-perrow 1000 -warm-section W)
 for r in $(seq "$REPS"); do
 	echo "bare $r $("${load[@]}" -system bare -url http://127.0.0.1:26001 -cell "b$r" | tail -1)"
 	echo "embedded $r $("${load[@]}" -system bo -url http://127.0.0.1:26020 -event "$ee" -warm-event "$ew" "${warm[@]}" -cell "e$r" | tail -1)"
-	t0=($(ticks "$prod" "$kafka" "$redis_pid"))
+	t0=($(ticks "$prod" "$kafka" "$redis_pid") $(stat))
 	profiling=
 	if [ -n "${PROFILE:-}" ]; then
 		curl -s -o "$PROFILE.$r" "http://127.0.0.1:26030/debug/pprof/profile?seconds=${DUR%s}" &
 		profiling=$!
 	fi
 	all=$("${load[@]}" -system bo -url http://127.0.0.1:26010 -event "$pe" -warm-event "$pw" "${warm[@]}" -cell "p$r")
-	t1=($(ticks "$prod" "$kafka" "$redis_pid"))
+	t1=($(ticks "$prod" "$kafka" "$redis_pid") $(stat))
 	[ -z "$profiling" ] || wait "$profiling"
 	echo "production $r $(tail -1 <<<"$all")"
 	# Requests of both phases (warm-up and run), as the ticks cover both.
 	n=$(sed -E 's/.*"requests":([0-9]+).*/\1/' <<<"$all" | awk '{s += $1} END {print s}')
 	us() { echo "$(($1 * 10000 / n))"; }
 	echo "cpu $r of $n requests: serve $((t1[0] - t0[0])) kafka-fake $((t1[1] - t0[1])) redis $((t1[2] - t0[2])) ticks;" \
-		"µs a request: serve $(us $((t1[0] - t0[0]))) kafka-fake $(us $((t1[1] - t0[1]))) redis $(us $((t1[2] - t0[2])))"
+		"µs a request: serve $(us $((t1[0] - t0[0]))) kafka-fake $(us $((t1[1] - t0[1]))) redis $(us $((t1[2] - t0[2])));" \
+		"machine idle $(((t1[4] - t0[4]) * 100 / (t1[3] - t0[3] + t1[4] - t0[4]))) %"
 done

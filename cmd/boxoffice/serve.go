@@ -31,6 +31,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	c.AuthSecret = getenv("BOXOFFICE_AUTH_SECRET")
 	log := newLogger(stderr, c.LogLevel)
 	c.print(stdout)
+	tuneGC(getenv, log)
 	flush, err := setupTracing(ctx, "serve", log)
 	if err != nil {
 		return err
@@ -198,6 +199,7 @@ func runPart(ctx context.Context, name string, args []string, getenv func(string
 		return err
 	}
 	log := newLogger(stderr, c.LogLevel)
+	tuneGC(getenv, log)
 	flush, err := setupTracing(ctx, name, log)
 	if err != nil {
 		return err
