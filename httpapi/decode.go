@@ -33,13 +33,24 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return decodeBytesOrReader(body, v)
 }
 
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // decodeBytesOrReader is the decoding rule itself, shared with the fuzz
 // tests.
 func decodeBytesOrReader(rd io.Reader, v any) error {
-	body, err := io.ReadAll(rd) // bounded by the caller (MaxBytesReader)
-	if err != nil {
+	// The body is read into a pooled buffer: both ways of decoding copy
+	// what they keep out of it.
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			bodyBufs.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(rd); err != nil { // bounded by the caller (MaxBytesReader)
 		return jsonError(err)
 	}
+	body := buf.Bytes()
 	if f, ok := v.(fastDecoder); ok && f.decodeFast(body) {
 		return nil
 	}

@@ -215,8 +215,9 @@ func (s *Queue) QueueStatus(ctx context.Context, u boxoffice.User, id boxoffice.
 
 func (s *Queue) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTicket, error) {
 	r := e.Request
+	u := QueueURL(r.ID)
 	t := &QueueTicket{RequestID: r.ID, EventID: r.EventID, Status: e.Status, QueuePosition: r.Position,
-		StatusURL: QueueURL(r.ID), EventsURL: QueueURL(r.ID) + "/events", Reason: e.Reason, Message: e.Message}
+		StatusURL: u, EventsURL: u + "/events", Reason: e.Reason, Message: e.Message}
 	l, lerr := s.Layout(ctx, r.EventID)
 	if lerr == nil {
 		t.SaleOpensAt = l.Event.SaleOpensAt
