@@ -4,11 +4,12 @@
 # The front door (issue 14) as the issues measure it: perf-load's client
 # against a bare net/http handler, boxoffice embedded and boxoffice on
 # PostgreSQL + Redis + kafka-fake, each server its own process, interleaved
-# (bare, embedded, production) REPS times, 256 in flight, a fresh user per
-# request on a queued event of 70 x 1,000 seats (no booking workers: the
-# front door alone). Read the ratio of each system's rps to the bare rps of
-# the same repetition. Also prints the CPU the production processes used
-# in each run (ticks of 1/100 s, warm-up included) and per request. With
+# (bare, embedded, production) REPS times, 256 in flight (INFLIGHT=N for
+# another figure), a fresh user per request on a queued event of 70 x 1,000
+# seats (no booking workers: the front door alone). Read the ratio of each
+# system's rps to the bare rps of the same repetition. Also prints the CPU
+# the production processes used in each run (ticks of 1/100 s, warm-up
+# included), per request, and how idle the machine was. With
 # PROFILE=FILE, the production server's CPU profile of each run is written
 # to FILE.1, FILE.2, ... (read with go tool pprof).
 #
@@ -75,7 +76,7 @@ ticks() { for p in "$@"; do awk '{printf "%d ", $14+$15}' "/proc/$p/stat"; done;
 # stat: the machine's busy and idle ticks (all cores), for how idle it was.
 stat() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
 redis_pid=$(redis-cli -p 6391 info server | awk -F: '/^process_id/{print $2}' | tr -d '\r')
-load=("$B/perf-load" -c 256 -w A -dur "$DUR" -rows 70 -perrow 1000 -section S -secret "$BOXOFFICE_AUTH_SECRET")
+load=("$B/perf-load" -c "${INFLIGHT:-256}" -w A -dur "$DUR" -rows 70 -perrow 1000 -section S -secret "$BOXOFFICE_AUTH_SECRET")
 warm=(-warm 2s -warm-rows 10 -warm-perrow 1000 -warm-section W)
 for r in $(seq "$REPS"); do
 	echo "bare $r $("${load[@]}" -system bare -url http://127.0.0.1:26001 -cell "b$r" | tail -1)"
