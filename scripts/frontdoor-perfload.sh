@@ -43,7 +43,8 @@ redis-server --port 6391 --bind 127.0.0.1 --save '' --appendonly no --daemonize 
 kafka=$!
 pids+=("$kafka")
 "$B/perf-load" bare -addr 127.0.0.1:26001 &
-pids+=($!)
+bare=$!
+pids+=("$bare")
 common=(--rate-per-user 0 --rate-per-address 0 --rate-reads-per-user 0 --demo=false --workers 0)
 "$B/boxoffice" serve --addr 127.0.0.1:26010 --postgres "postgres://postgres@127.0.0.1:5432/$DB" \
 	--redis 127.0.0.1:6391 --kafka 127.0.0.1:9193 --pprof-addr 127.0.0.1:26030 "${common[@]}" >"$B/production.log" 2>&1 &
@@ -79,7 +80,11 @@ redis_pid=$(redis-cli -p 6391 info server | awk -F: '/^process_id/{print $2}' | 
 load=("$B/perf-load" -c "${INFLIGHT:-256}" -w A -dur "$DUR" -rows 70 -perrow 1000 -section S -secret "$BOXOFFICE_AUTH_SECRET")
 warm=(-warm 2s -warm-rows 10 -warm-perrow 1000 -warm-section W)
 for r in $(seq "$REPS"); do
-	echo "bare $r $("${load[@]}" -system bare -url http://127.0.0.1:26001 -cell "b$r" | tail -1)"
+	b0=($(ticks "$bare"))
+	out=$("${load[@]}" -system bare -url http://127.0.0.1:26001 -cell "b$r" | tail -1)
+	b1=($(ticks "$bare"))
+	echo "bare $r $out"
+	echo "cpu $r bare: $(((b1[0] - b0[0]) * 10000 / $(sed -E 's/.*"requests":([0-9]+).*/\1/' <<<"$out"))) µs a request"
 	echo "embedded $r $("${load[@]}" -system bo -url http://127.0.0.1:26020 -event "$ee" -warm-event "$ew" "${warm[@]}" -cell "e$r" | tail -1)"
 	t0=($(ticks "$prod" "$kafka" "$redis_pid") $(stat))
 	profiling=

@@ -69,6 +69,9 @@ func openLoadTarget(ctx context.Context, name string, c config, fs *flag.FlagSet
 	}()
 	if url == "" {
 		t.inProcess = true
+		// The server in this process runs as serve would (the load
+		// generator, and the bare handler it measures, share the setting).
+		tuneGC(getenv, log)
 		if c.Data == "" {
 			dir, err := os.MkdirTemp("", "boxoffice-"+name+"-")
 			if err != nil {
