@@ -11,7 +11,9 @@
 # the production processes used in each run (ticks of 1/100 s, warm-up
 # included), per request, and how idle the machine was. With
 # PROFILE=FILE, the production server's CPU profile of each run is written
-# to FILE.1, FILE.2, ... (read with go tool pprof).
+# to FILE.1, FILE.2, ... (read with go tool pprof). BOXOFFICE=BINARY runs
+# that build of boxoffice instead of this checkout's (one without
+# --pprof-addr can run without PROFILE).
 #
 # Needs: PERF_LOAD (default ../shared/perf-load, the load client's source),
 # PostgreSQL on 127.0.0.1:5432 with trust auth (the database bo_frontdoor is
@@ -25,7 +27,11 @@ PERF_LOAD=${PERF_LOAD:-$(cd "$(dirname "$0")/../.." && pwd)/shared/perf-load}
 B=$(mktemp -d)
 cd "$(dirname "$0")/.."
 (cd "$PERF_LOAD" && go build -o "$B/perf-load" .)
-go build -o "$B/boxoffice" ./cmd/boxoffice
+if [ -n "${BOXOFFICE:-}" ]; then
+	cp "$BOXOFFICE" "$B/boxoffice" # another build, e.g. a base to compare with
+else
+	go build -o "$B/boxoffice" ./cmd/boxoffice
+fi
 export BOXOFFICE_AUTH_SECRET=frontdoor-perfload-secret-0123456789
 DB=bo_frontdoor
 psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" 2>/dev/null
@@ -47,7 +53,7 @@ bare=$!
 pids+=("$bare")
 common=(--rate-per-user 0 --rate-per-address 0 --rate-reads-per-user 0 --demo=false --workers 0)
 "$B/boxoffice" serve --addr 127.0.0.1:26010 --postgres "postgres://postgres@127.0.0.1:5432/$DB" \
-	--redis 127.0.0.1:6391 --kafka 127.0.0.1:9193 --pprof-addr 127.0.0.1:26030 "${common[@]}" >"$B/production.log" 2>&1 &
+	--redis 127.0.0.1:6391 --kafka 127.0.0.1:9193 ${PROFILE:+--pprof-addr 127.0.0.1:26030} "${common[@]}" >"$B/production.log" 2>&1 &
 prod=$!
 pids+=("$prod")
 "$B/boxoffice" serve --addr 127.0.0.1:26020 --data "$B/data" "${common[@]}" >"$B/embedded.log" 2>&1 &
