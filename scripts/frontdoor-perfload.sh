@@ -15,6 +15,10 @@
 # that build of boxoffice instead of this checkout's (one without
 # --pprof-addr can run without PROFILE).
 #
+# The direct reserve of issue 13, the same way: SALE=direct INFLIGHT=64 with
+# WORKLOAD=A (one random seat of 70,000) or WORKLOAD=B (the 10 hot seats).
+# Each repetition has events of its own.
+#
 # Needs: PERF_LOAD (default ../shared/perf-load, the load client's source),
 # PostgreSQL on 127.0.0.1:5432 with trust auth (the database bo_frontdoor is
 # dropped and created), redis-server (a throwaway one on port 6391). Ports
@@ -68,24 +72,25 @@ done
 admin=$("$B/boxoffice" token --sub organiser --role admin)
 opens=$(date -u -d '-1 min' +%Y-%m-%dT%H:%M:%SZ)
 starts=$(date -u -d '+30 days' +%Y-%m-%dT%H:%M:%SZ)
-# event PORT SECTION ROWS PER_ROW: a queued event, on sale since a minute.
+# event PORT SECTION ROWS PER_ROW: an event (SALE: queued or direct), on
+# sale since a minute.
 event() {
 	curl -sf -X POST "http://127.0.0.1:$1/events" -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
-		-d "{\"name\":\"front door $2\",\"venue\":\"Hall\",\"starts_at\":\"$starts\",\"sale_opens_at\":\"$opens\",\"sale_mode\":\"queued\",\"sections\":[{\"name\":\"$2\",\"price_tier\":\"t\",\"price_cents\":5000,\"rows\":$3,\"seats_per_row\":$4}]}" |
+		-d "{\"name\":\"front door $2\",\"venue\":\"Hall\",\"starts_at\":\"$starts\",\"sale_opens_at\":\"$opens\",\"sale_mode\":\"${SALE:-queued}\",\"sections\":[{\"name\":\"$2\",\"price_tier\":\"t\",\"price_cents\":5000,\"rows\":$3,\"seats_per_row\":$4}]}" |
 		sed -E 's/.*"event_id":"([0-9]+)".*/\1/'
 }
-pe=$(event 26010 S 70 1000)
-pw=$(event 26010 W 10 1000)
-ee=$(event 26020 S 70 1000)
-ew=$(event 26020 W 10 1000)
-
 ticks() { for p in "$@"; do awk '{printf "%d ", $14+$15}' "/proc/$p/stat"; done; }
 # stat: the machine's busy and idle ticks (all cores), for how idle it was.
 stat() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
 redis_pid=$(redis-cli -p 6391 info server | awk -F: '/^process_id/{print $2}' | tr -d '\r')
-load=("$B/perf-load" -c "${INFLIGHT:-256}" -w A -dur "$DUR" -rows 70 -perrow 1000 -section S -secret "$BOXOFFICE_AUTH_SECRET")
+load=("$B/perf-load" -c "${INFLIGHT:-256}" -w "${WORKLOAD:-A}" -dur "$DUR" -rows 70 -perrow 1000 -section S -secret "$BOXOFFICE_AUTH_SECRET")
 warm=(-warm 2s -warm-rows 10 -warm-perrow 1000 -warm-section W)
 for r in $(seq "$REPS"); do
+	# Fresh events each repetition: a direct sale's seats stay held.
+	pe=$(event 26010 S 70 1000)
+	pw=$(event 26010 W 10 1000)
+	ee=$(event 26020 S 70 1000)
+	ew=$(event 26020 W 10 1000)
 	b0=($(ticks "$bare"))
 	out=$("${load[@]}" -system bare -url http://127.0.0.1:26001 -cell "b$r" | tail -1)
 	b1=($(ticks "$bare"))
