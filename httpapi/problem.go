@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/jsonappend"
 )
 
 // problemTypeBase prefixes every problem type. The types are stable: clients
@@ -96,11 +96,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		log.DebugContext(r.Context(), "client gone", "method", r.Method, "path", r.URL.Path)
 		err = boxoffice.Errorf(boxoffice.EUNAVAILABLE, "the request was cancelled")
 		k := problems[boxoffice.EUNAVAILABLE]
-		w.Header().Set("Content-Type", "application/problem+json")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-		w.WriteHeader(k.status)
-		_ = json.NewEncoder(w).Encode(Problem{Type: problemTypeBase + k.slug, Title: k.title, Status: k.status,
+		writeAppended(w, k.status, "application/problem+json", &Problem{Type: problemTypeBase + k.slug, Title: k.title, Status: k.status,
 			Detail: boxoffice.ErrorMessage(err), Instance: r.URL.Path, Code: boxoffice.EUNAVAILABLE})
 		return
 	}
@@ -138,10 +136,28 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if ev := boxoffice.ErrorWaitlist(err); ev != 0 {
 		p.WaitlistURL = boxoffice.WaitlistURL(ev)
 	}
-	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(k.status)
-	_ = json.NewEncoder(w).Encode(p)
+	writeAppended(w, k.status, "application/problem+json", &p)
+}
+
+// appendJSON writes the problem as encoding/json does (a refusal is most
+// answers of a hot sale; TestProblemJSONIsEncodingJSONs compares them).
+func (p *Problem) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = jsonappend.String(b, p.Type)
+	b = append(b, `,"title":`...)
+	b = jsonappend.String(b, p.Title)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(p.Status), 10)
+	b = jsonappend.OptionalString(b, `,"detail":`, p.Detail)
+	b = jsonappend.OptionalString(b, `,"instance":`, p.Instance)
+	b = append(b, `,"code":`...)
+	b = jsonappend.String(b, p.Code)
+	if len(p.Seats) > 0 {
+		b = jsonappend.Strings(append(b, `,"seats":`...), p.Seats)
+	}
+	b = jsonappend.OptionalString(b, `,"waitlist_url":`, p.WaitlistURL)
+	return append(b, '}')
 }
 
 // clientGone reports whether err is the end of a request whose client hung

@@ -14,17 +14,28 @@ import (
 // for queueTicketJSON (TestQueueTicketJSONIsEncodingJSONs compares them on
 // random tickets); the stream's events still go through encoding/json.
 
-var ticketBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// writeQueueTicket is writeJSON for a queue ticket.
-func writeQueueTicket(w http.ResponseWriter, status int, t *queueTicketJSON) {
-	bp := ticketBufs.Get().(*[]byte)
-	b := append(t.appendJSON((*bp)[:0]), '\n') // as json.Encoder ends a value
-	w.Header().Set("Content-Type", "application/json")
+// jsonAppender is an answer that appends its own JSON (without reflection).
+type jsonAppender interface {
+	appendJSON(b []byte) []byte
+}
+
+// writeAppended is writeJSON for an answer that appends its own JSON: the
+// same bytes, a newline after them as json.Encoder writes.
+func writeAppended(w http.ResponseWriter, status int, contentType string, v jsonAppender) {
+	bp := jsonBufs.Get().(*[]byte)
+	b := append(v.appendJSON((*bp)[:0]), '\n')
+	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	*bp = b
-	ticketBufs.Put(bp)
+	jsonBufs.Put(bp)
+}
+
+// writeQueueTicket is writeJSON for a queue ticket.
+func writeQueueTicket(w http.ResponseWriter, status int, t *queueTicketJSON) {
+	writeAppended(w, status, "application/json", t)
 }
 
 func (t *queueTicketJSON) appendJSON(b []byte) []byte {
