@@ -1,9 +1,9 @@
 package httpapi
 
 import (
-	"math/rand/v2"
-	"reflect"
 	"testing"
+
+	"github.com/boxoffice/boxoffice/internal/jsonscan/jsonscantest"
 )
 
 // The bodies clients send take the fast path.
@@ -22,52 +22,19 @@ var commonReserveBodies = []string{
 func TestReserveDecodeFastAgreesWithTheGeneralWay(t *testing.T) {
 	check := func(body string) bool {
 		t.Helper()
-		var fast reserveRequest
-		if !fast.decodeFast([]byte(body)) {
-			if !reflect.DeepEqual(fast, reserveRequest{}) {
-				t.Fatalf("%q: refused, but wrote %+v", body, fast)
-			}
-			return false
-		}
-		var general reserveRequest
-		if err := decodeBody([]byte(body), &general); err != nil {
-			t.Fatalf("%q: fast path accepted what the general way refuses: %v", body, err)
-		}
-		if !reflect.DeepEqual(fast, general) {
-			t.Fatalf("%q: fast path %+v, general way %+v", body, fast, general)
-		}
-		return true
+		return jsonscantest.Agree(t, body, (*reserveRequest).decodeFast, func(b []byte, q *reserveRequest) error { return decodeBody(b, q) })
 	}
 	for _, b := range commonReserveBodies {
 		if !check(b) {
 			t.Errorf("%q: not on the fast path", b)
 		}
 	}
-	r := rand.New(rand.NewPCG(5, 6))
-	bits := []string{`"`, `\`, `{`, `}`, `[`, `]`, `,`, `:`, ` `, "\t", "\n", `1`, `0`, `-`, `+`, `a`, `é`, "\x00", "\x7f",
-		`null`, `"x"`, `"event_id":"1"`, `"Event_ID"`, `\u0041`, `1e3`, `true`, `"seat_ids":[]`}
+	bits := append([]string{`"event_id":"1"`, `"Event_ID"`, `"seat_ids":[]`}, jsonscantest.Bits...)
 	accepted := 0
-	for range 50_000 {
-		b := []byte(commonReserveBodies[r.IntN(len(commonReserveBodies))])
-		for range 1 + r.IntN(3) {
-			at := r.IntN(len(b) + 1)
-			bit := bits[r.IntN(len(bits))]
-			switch r.IntN(3) {
-			case 0: // insert
-				b = append(b[:at:at], append([]byte(bit), b[at:]...)...)
-			case 1: // replace a byte
-				if at < len(b) {
-					b = append(b[:at:at], append([]byte(bit), b[at+1:]...)...)
-				}
-			default: // cut
-				if at < len(b) {
-					b = append(b[:at:at], b[at+1+r.IntN(len(b)-at):]...)
-				}
-			}
-		}
-		if check(string(b)) {
+	jsonscantest.Mutants(5, commonReserveBodies, bits, 50_000, func(body string) {
+		if check(body) {
 			accepted++
 		}
-	}
+	})
 	t.Logf("fast path took %d of 50,000 mutated bodies", accepted)
 }
