@@ -23,29 +23,24 @@ type fastDecoder interface {
 
 func (q *reserveRequest) decodeFast(b []byte) bool {
 	var out reserveRequest
-	var haveEvent, haveSeats, haveKey bool
 	ok := jsonscan.Object(b, 0, func(key []byte, at int) (int, bool) {
 		switch string(key) {
 		case "event_id":
 			s, e, ok := jsonscan.String(b, at)
-			if !ok || haveEvent {
+			if !ok {
 				return 0, false
 			}
 			id, err := boxoffice.ParseID(string(b[s:e]))
-			out.EventID, haveEvent = id, true
+			out.EventID = id
 			return e + 1, err == nil
 		case "seat_ids":
 			ss, next, ok := jsonscan.Strings(b, at)
 			out.SeatIDs = ss
-			ok, haveSeats = ok && !haveSeats, true
 			return next, ok
 		case "idempotency_key":
 			s, e, ok := jsonscan.String(b, at)
-			if !ok || haveKey {
-				return 0, false
-			}
-			out.IdempotencyKey, haveKey = string(b[s:e]), true
-			return e + 1, true
+			out.IdempotencyKey = string(b[s:e])
+			return e + 1, ok
 		}
 		return 0, false
 	})

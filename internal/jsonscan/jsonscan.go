@@ -6,6 +6,8 @@
 // differential tests that what they accept decodes the same both ways.
 package jsonscan
 
+import "bytes"
+
 // Space returns the index of the first byte at or after i that is not
 // JSON whitespace.
 func Space(b []byte, i int) int {
@@ -82,11 +84,19 @@ func Whole(b []byte, i int) (n int64, next int, ok bool) {
 	return n, j, true
 }
 
+// maxKeys bounds the keys of an object Object reads; one with more is left
+// to the general way.
+const maxKeys = 16
+
 // Object calls field for each key of the object starting at b[i], with the
 // index of its value; field returns the index after the value, or ok
 // false to give up. Object reports whether the whole of b is that one
-// object (whitespace around it allowed) and every field was read.
+// object (whitespace around it allowed) and every field was read. A key
+// that comes twice (encoding/json keeps the last value) or an object of
+// more than maxKeys keys is refused, so no caller tracks repeats.
 func Object(b []byte, i int, field func(key []byte, at int) (next int, ok bool)) bool {
+	var keys [maxKeys][]byte
+	n := 0
 	i = Space(b, i)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -100,11 +110,21 @@ func Object(b []byte, i int, field func(key []byte, at int) (next int, ok bool))
 		if !ok {
 			return false
 		}
+		key := b[ks:ke]
+		if n == maxKeys {
+			return false
+		}
+		for _, k := range keys[:n] {
+			if bytes.Equal(k, key) {
+				return false
+			}
+		}
+		keys[n], n = key, n+1
 		i = Space(b, ke+1)
 		if i >= len(b) || b[i] != ':' {
 			return false
 		}
-		if i, ok = field(b[ks:ke], Space(b, i+1)); !ok {
+		if i, ok = field(key, Space(b, i+1)); !ok {
 			return false
 		}
 		i = Space(b, i)

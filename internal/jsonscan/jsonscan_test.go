@@ -42,7 +42,15 @@ func TestStringsAndObject(t *testing.T) {
 	if !ok || !reflect.DeepEqual(keys, []string{"a", "b"}) {
 		t.Errorf("Object: %v, keys %q", ok, keys)
 	}
-	for _, in := range []string{`{"a":"x"} x`, `{"a":"x",}`, `{"a" "x"}`, `["a"]`, `{"a":"x"`} {
+	many := "{"
+	for i := range maxKeys + 1 {
+		if i > 0 {
+			many += ","
+		}
+		many += `"k` + string(rune('a'+i)) + `":"v"`
+	}
+	many += "}"
+	for _, in := range []string{`{"a":"x"} x`, `{"a":"x",}`, `{"a" "x"}`, `["a"]`, `{"a":"x"`, `{"a":"x","b":"y","a":"z"}`, many} {
 		if Object([]byte(in), 0, func(_ []byte, at int) (int, bool) { _, e, ok := String([]byte(in), at); return e + 1, ok }) {
 			t.Errorf("Object(%q) accepted", in)
 		}
