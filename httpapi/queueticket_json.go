@@ -39,11 +39,11 @@ func writeQueueTicket(w http.ResponseWriter, status int, t *queueTicketJSON) {
 }
 
 func (t *queueTicketJSON) appendJSON(b []byte) []byte {
-	b = append(b, `{"request_id":"`...)
-	b = strconv.AppendInt(b, int64(t.RequestID), 10)
-	b = append(b, `","event_id":"`...)
-	b = strconv.AppendInt(b, int64(t.EventID), 10)
-	b = append(b, `","status":`...)
+	b = append(b, `{"request_id":`...)
+	b = jsonappend.QuotedInt(b, int64(t.RequestID))
+	b = append(b, `,"event_id":`...)
+	b = jsonappend.QuotedInt(b, int64(t.EventID))
+	b = append(b, `,"status":`...)
 	b = jsonappend.String(b, string(t.Status))
 	b = append(b, `,"queue_position":`...)
 	b = strconv.AppendInt(b, t.QueuePosition, 10)
@@ -72,9 +72,7 @@ func (t *queueTicketJSON) appendJSON(b []byte) []byte {
 	b = jsonappend.OptionalString(b, `,"reason":`, t.Reason)
 	b = jsonappend.OptionalString(b, `,"message":`, t.Message)
 	if t.BookingID != 0 {
-		b = append(b, `,"booking_id":"`...)
-		b = strconv.AppendInt(b, int64(t.BookingID), 10)
-		b = append(b, '"')
+		b = jsonappend.QuotedInt(append(b, `,"booking_id":`...), int64(t.BookingID))
 	}
 	if t.HeldUntil != nil {
 		b = append(b, `,"held_until":`...)
