@@ -13,7 +13,10 @@
 # PROFILE=FILE, the production server's CPU profile of each run is written
 # to FILE.1, FILE.2, ... (read with go tool pprof). BOXOFFICE=BINARY runs
 # that build of boxoffice instead of this checkout's (one without
-# --pprof-addr can run without PROFILE).
+# --pprof-addr can run without PROFILE). With PERF=FILE (as root), the
+# whole machine is sampled by perf during each production run (FILE.1, ...;
+# PostgreSQL's and Redis's time included: perf report -i FILE.1). With
+# REDIS_STATS=1, Redis's commands of each production run, per request.
 #
 # The direct reserve of issue 13, the same way: SALE=direct INFLIGHT=64 with
 # WORKLOAD=A (one random seat of 70,000) or WORKLOAD=B (the 10 hot seats).
@@ -80,6 +83,9 @@ event() {
 		sed -E 's/.*"event_id":"([0-9]+)".*/\1/'
 }
 ticks() { for p in "$@"; do awk '{printf "%d ", $14+$15}' "/proc/$p/stat"; done; }
+# pgticks: the CPU ticks of every PostgreSQL process (the server's and
+# its backends', whoever they serve).
+pgticks() { cat /proc/[0-9]*/stat 2>/dev/null | awk '$2 == "(postgres)" {s += $14 + $15} END {print s + 0}'; }
 # stat: the machine's busy and idle ticks (all cores), for how idle it was.
 stat() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
 redis_pid=$(redis-cli -p 6391 info server | awk -F: '/^process_id/{print $2}' | tr -d '\r')
@@ -97,20 +103,32 @@ for r in $(seq "$REPS"); do
 	echo "bare $r $out"
 	echo "cpu $r bare: $(((b1[0] - b0[0]) * 10000 / $(sed -E 's/.*"requests":([0-9]+).*/\1/' <<<"$out"))) µs a request"
 	echo "embedded $r $("${load[@]}" -system bo -url http://127.0.0.1:26020 -event "$ee" -warm-event "$ew" "${warm[@]}" -cell "e$r" | tail -1)"
-	t0=($(ticks "$prod" "$kafka" "$redis_pid") $(stat))
+	redis-cli -p 6391 config resetstat >/dev/null
+	t0=($(ticks "$prod" "$kafka" "$redis_pid") $(stat) $(pgticks))
 	profiling=
 	if [ -n "${PROFILE:-}" ]; then
 		curl -s -o "$PROFILE.$r" "http://127.0.0.1:26030/debug/pprof/profile?seconds=${DUR%s}" &
 		profiling=$!
 	fi
+	if [ -n "${PERF:-}" ]; then
+		# The whole machine's profile (PostgreSQL's and Redis's time
+		# included) over the run, past the warm-up: perf report -i FILE.r.
+		(sleep 2 && perf record -q -a -g -F 499 -o "$PERF.$r" -- sleep "$((${DUR%s} - 1))" 2>/dev/null) &
+		profiling="$profiling $!"
+	fi
 	all=$("${load[@]}" -system bo -url http://127.0.0.1:26010 -event "$pe" -warm-event "$pw" "${warm[@]}" -cell "p$r")
-	t1=($(ticks "$prod" "$kafka" "$redis_pid") $(stat))
-	[ -z "$profiling" ] || wait "$profiling"
+	t1=($(ticks "$prod" "$kafka" "$redis_pid") $(stat) $(pgticks))
+	[ -z "$profiling" ] || wait $profiling
 	echo "production $r $(tail -1 <<<"$all")"
 	# Requests of both phases (warm-up and run), as the ticks cover both.
 	n=$(sed -E 's/.*"requests":([0-9]+).*/\1/' <<<"$all" | awk '{s += $1} END {print s}')
 	us() { echo "$(($1 * 10000 / n))"; }
 	echo "cpu $r of $n requests: serve $((t1[0] - t0[0])) kafka-fake $((t1[1] - t0[1])) redis $((t1[2] - t0[2])) ticks;" \
-		"µs a request: serve $(us $((t1[0] - t0[0]))) kafka-fake $(us $((t1[1] - t0[1]))) redis $(us $((t1[2] - t0[2])));" \
+		"µs a request: serve $(us $((t1[0] - t0[0]))) kafka-fake $(us $((t1[1] - t0[1]))) redis $(us $((t1[2] - t0[2]))) postgres $(us $((t1[5] - t0[5])));" \
 		"machine idle $(((t1[4] - t0[4]) * 100 / (t1[3] - t0[3] + t1[4] - t0[4]))) %"
+	if [ -n "${REDIS_STATS:-}" ]; then
+		# What Redis ran for the production run, per request.
+		redis-cli -p 6391 info commandstats | tr -d '\r' | awk -F'[:=,]' -v n="$n" \
+			'/^cmdstat_/ {printf "redis %s: %.2f calls, %.2f µs a request\n", substr($1, 9), $3 / n, $5 / n}'
+	fi
 done
