@@ -16,7 +16,9 @@
 # --pprof-addr can run without PROFILE). With PERF=FILE (as root), the
 # whole machine is sampled by perf during each production run (FILE.1, ...;
 # PostgreSQL's and Redis's time included: perf report -i FILE.1). With
-# REDIS_STATS=1, Redis's commands of each production run, per request.
+# REDIS_STATS=1, Redis's commands of each production run, per request; with
+# PG_STATS=1, PostgreSQL's costliest statements of each production run, per
+# request (needs pg_stat_statements in shared_preload_libraries).
 #
 # The direct reserve of issue 13, the same way: SALE=direct INFLIGHT=64 with
 # WORKLOAD=A (one random seat of 70,000) or WORKLOAD=B (the 10 hot seats).
@@ -42,6 +44,11 @@ fi
 export BOXOFFICE_AUTH_SECRET=frontdoor-perfload-secret-0123456789
 DB=bo_frontdoor
 psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" 2>/dev/null
+pg() { psql -qAt -h 127.0.0.1 -U postgres -d "$DB" "$@"; }
+if [ -n "${PG_STATS:-}" ] && ! pg -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT 1 FROM pg_stat_statements LIMIT 1" >/dev/null; then
+	echo "PG_STATS needs pg_stat_statements in PostgreSQL's shared_preload_libraries (and a restart)" >&2
+	exit 1
+fi
 
 pids=()
 cleanup() {
@@ -104,6 +111,7 @@ for r in $(seq "$REPS"); do
 	echo "cpu $r bare: $(((b1[0] - b0[0]) * 10000 / $(sed -E 's/.*"requests":([0-9]+).*/\1/' <<<"$out"))) µs a request"
 	echo "embedded $r $("${load[@]}" -system bo -url http://127.0.0.1:26020 -event "$ee" -warm-event "$ew" "${warm[@]}" -cell "e$r" | tail -1)"
 	redis-cli -p 6391 config resetstat >/dev/null
+	[ -z "${PG_STATS:-}" ] || pg -c "SELECT pg_stat_statements_reset()" >/dev/null
 	t0=($(ticks "$prod" "$kafka" "$redis_pid") $(stat) $(pgticks))
 	profiling=
 	if [ -n "${PROFILE:-}" ]; then
@@ -126,6 +134,14 @@ for r in $(seq "$REPS"); do
 	echo "cpu $r of $n requests: serve $((t1[0] - t0[0])) kafka-fake $((t1[1] - t0[1])) redis $((t1[2] - t0[2])) ticks;" \
 		"µs a request: serve $(us $((t1[0] - t0[0]))) kafka-fake $(us $((t1[1] - t0[1]))) redis $(us $((t1[2] - t0[2]))) postgres $(us $((t1[5] - t0[5])));" \
 		"machine idle $(((t1[4] - t0[4]) * 100 / (t1[3] - t0[3] + t1[4] - t0[4]))) %"
+	if [ -n "${PG_STATS:-}" ]; then
+		# PostgreSQL's statements of the production run, the costliest
+		# first: calls, execution µs and WAL records a request.
+		pg -F ' | ' -c "SELECT calls, round((total_exec_time * 1000 / $n)::numeric, 1),
+			round(wal_records::numeric / $n, 1), left(regexp_replace(query, '\s+', ' ', 'g'), 70)
+			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$DB')
+			ORDER BY total_exec_time DESC LIMIT 12" | sed 's/^/postgres /'
+	fi
 	if [ -n "${REDIS_STATS:-}" ]; then
 		# What Redis ran for the production run, per request.
 		redis-cli -p 6391 info commandstats | tr -d '\r' | awk -F'[:=,]' -v n="$n" \
