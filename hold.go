@@ -2,6 +2,7 @@ package boxoffice
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -18,7 +19,21 @@ type HoldRequest struct {
 	// hold to a waitlist offer, never free in between. Seats held by anyone
 	// else still refuse the request.
 	Supersede ID
+	// Remember, for AcquireLeased only, asks the lock layer to mark a
+	// grant under the lease's key for this long, so that a later refusal
+	// under that key can tell that it has no earlier answer to replay (see
+	// ErrNeverGranted). Zero marks nothing; a layer without marks ignores it.
+	Remember time.Duration
 }
+
+// ErrNeverGranted is wrapped by the ESEATTAKEN refusal of an AcquireLeased
+// (HoldRequest.Remember set) when the lock layer knows that no request under
+// its lease key was granted there within Remember: it keeps a mark of each
+// such grant, and its record of those marks is complete for that long (no
+// restart, failover or eviction lost any since). A retry of a request that
+// was answered with a booking would have been granted under its key, so a
+// refused request that wraps this has no earlier answer to look up.
+var ErrNeverGranted = errors.New("no grant under this key was marked")
 
 // Check is what every Holds implementation asks of a request before
 // anything else: EINVALID without seats or without a positive TTL.
@@ -104,6 +119,14 @@ type LeasedHolds interface {
 	// number of times, and is never nil) ends it first. Its leases are its own: a key leased
 	// here and the same key taken by Leases.TryLease are two leases.
 	AcquireLeased(ctx context.Context, req HoldRequest, key string, ttl time.Duration) (h Hold, release func(), err error)
+
+	// OpenMarks says that the sections of a new event have never been
+	// held: a refusal there can claim ErrNeverGranted from now on, where it
+	// would otherwise wait until its marks have been kept for Remember
+	// since they began. The record lasts keep. It must be called before
+	// any hold of the event, or not at all; a failure (logged by the
+	// caller) only costs refused requests a look-up.
+	OpenMarks(ctx context.Context, eventID ID, sections []string, keep time.Duration) error
 }
 
 // Leases is a small port for short exclusive leases by key: the "a request

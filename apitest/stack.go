@@ -110,6 +110,9 @@ type Stack struct {
 	// AdvanceClock moves time and nothing else.
 	AdvanceClock func(time.Duration)
 	HoldTTL      time.Duration
+	// LeaseTTL is how long a reserve's in-flight lease lasts after its
+	// grant (sale: PaymentTimeout + HoldTTL/10).
+	LeaseTTL     time.Duration
 	OfferWindow  time.Duration
 	PendingGrace time.Duration
 	SeatmapTTL   time.Duration
@@ -127,6 +130,9 @@ type Stack struct {
 func (s *Stack) positions() *queuetest.Positions {
 	return queuetest.NewPositions(s.queueSlots, s.slotOf)
 }
+
+// paymentTimeout is the stacks' sale.Config.PaymentTimeout.
+const paymentTimeout = 5 * time.Second
 
 // Secret signs the stacks' tokens.
 const Secret = "apitest-secret-apitest-secret-0123456789"
@@ -183,7 +189,7 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	n, err := node.New(ctx, node.Options{
 		Parts: &node.Parts{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Shared: p.Shared,
 			Queue: p.Queue, RequestLog: p.Log, Notifier: p.Notifier, IDs: ids, AdmitDeadline: p.AdmitDeadline},
-		Sale: sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second,
+		Sale: sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: paymentTimeout,
 			HandoverGrace: p.HandoverGrace, OfferWindow: p.OfferWindow},
 		SeatmapTTL: p.SeatmapTTL, Payments: pay, Auth: a, Metrics: true,
 		API: true, OpenerEvery: 20 * time.Millisecond, Now: now, Log: log,
@@ -194,7 +200,7 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	svc := n.Sale
 	srv := httptest.NewServer(n.Handler())
 	st := &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: n.Seats, Auth: a,
-		AdvanceClock: p.Advance, HoldTTL: p.HoldTTL, OfferWindow: p.OfferWindow, PendingGrace: p.PendingGrace,
+		AdvanceClock: p.Advance, HoldTTL: p.HoldTTL, LeaseTTL: paymentTimeout + p.HoldTTL/10, OfferWindow: p.OfferWindow, PendingGrace: p.PendingGrace,
 		SeatmapTTL: p.SeatmapTTL, Now: now, Queue: p.Queue, Log: p.Log, QueueStorm: p.QueueStorm,
 		queueSlots: p.QueueSlots, slotOf: p.SlotOf, logPartitions: p.LogPartitions}
 	st.Advance = func(d time.Duration) {

@@ -231,6 +231,12 @@ func (h *leasedHolds) AcquireLeased(ctx context.Context, req boxoffice.HoldReque
 	return hold, release, err
 }
 
+func (h *leasedHolds) OpenMarks(ctx context.Context, eventID boxoffice.ID, sections []string, keep time.Duration) error {
+	return h.leased.OpenMarks(ctx, eventID, sections, keep)
+}
+
+var _ boxoffice.LeasedHolds = (*leasedHolds)(nil)
+
 func (h *holds) AcquireMany(ctx context.Context, reqs []boxoffice.HoldRequest) ([]boxoffice.Hold, []error) {
 	hs, errs := h.Holds.AcquireMany(ctx, reqs)
 	for i := range reqs {

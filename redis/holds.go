@@ -10,6 +10,10 @@
 //	                                         with the last of them
 //	<prefix>lease:<key>                      a lease's random token, expiring with it (PX)
 //	<prefix>lease:{<event>:<section>}:<key>  the same, of a lease taken with a hold (AcquireLeased)
+//	<prefix>granted:{<event>:<section>}:<h>  the mark of a grant under a lease whose key hashes to h
+//	                                         (HoldRequest.Remember), expiring after Remember
+//	<prefix>granted:{<event>:<section>}      the section's ledger of those marks: since when they
+//	                                         are complete, on which server (see Marks)
 //
 // The hash tag {<event>:<section>} puts all the seats of a section and its
 // fence counter in one hash slot. A hot event therefore spreads over the
@@ -109,6 +113,26 @@
 // section's script fails, its requests are EUNAVAILABLE; the script may
 // have run, so they may hold their seats until their TTL runs out.
 //
+// # Marks
+//
+// A refused direct reserve would read the database to learn whether its
+// idempotency key was answered before: the retry of a request that got a
+// booking finds its seats held, by its own first hold or, once that ran
+// out, by someone else. Under a flash sale nearly every reserve is refused,
+// and that read was most of what it cost. So a leased grant asked to be
+// remembered (HoldRequest.Remember, as long as the idempotency records
+// last) leaves a mark named after its lease key in its first section's
+// slot, in the same script, and a refusal in a single section's batch
+// whose mark is missing says so (boxoffice.ErrNeverGranted) when the
+// section's ledger vouches that no mark can have been lost: the ledger
+// holds the server's run id and the time from which it holds, and is begun
+// anew whenever a restart, failover or resharding puts the slot on a
+// server with another run id. A ledger begun anew vouches only after
+// Remember has passed; one opened with a new event (OpenMarks) at once.
+// Marks cost about 100 bytes of Redis memory a grant for Remember; a
+// refusal's check is an EXISTS, and a script that needs the ledger reads
+// the server's run id once (INFO server, about 1.5 us).
+//
 // # The index of live holds
 //
 // Every script that writes or deletes a seat does the same to its entry in
@@ -142,6 +166,8 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"slices"
@@ -215,6 +241,7 @@ type group struct {
 	pos     []int    // the index of each seat in the request
 	counter string   // the section's fence counter key
 	index   string   // the section's index of live holds
+	ledger  string   // the section's ledger of marks (see Marks)
 	prefix  string   // its seat keys' prefix: a key is prefix + seat id
 	plen    string   // len(prefix), for the scripts
 }
@@ -261,10 +288,7 @@ func (h *Holds) sections(eventID boxoffice.ID, seatIDs []string, distinct bool) 
 		sec := boxoffice.SectionOf(id)
 		g := by[sec]
 		if g == nil {
-			tag := "{" + ev + ":" + sec + "}"
-			g = &group{section: sec, counter: h.prefix + "fence:" + tag, index: h.prefix + "held:" + tag,
-				prefix: h.prefix + "seat:" + tag + ":"}
-			g.plen = strconv.Itoa(len(g.prefix))
+			g = h.section(ev, sec)
 			by[sec] = g
 			out = append(out, g)
 		}
@@ -273,6 +297,15 @@ func (h *Holds) sections(eventID boxoffice.ID, seatIDs []string, distinct bool) 
 	}
 	slices.SortFunc(out, func(a, b *group) int { return cmp.Compare(a.section, b.section) })
 	return out
+}
+
+// section is the group of section sec of event ev, without seats.
+func (h *Holds) section(ev, sec string) *group {
+	tag := "{" + ev + ":" + sec + "}"
+	g := &group{section: sec, counter: h.prefix + "fence:" + tag, index: h.prefix + "held:" + tag,
+		ledger: h.prefix + "granted:" + tag, prefix: h.prefix + "seat:" + tag + ":"}
+	g.plen = strconv.Itoa(len(g.prefix))
+	return g
 }
 
 func (h *Holds) timeout() time.Duration {
@@ -345,7 +378,7 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 	if groups := h.groups(req.EventID, req.SeatIDs, true); len(groups) == 1 && req.Supersede == 0 {
 		// The usual case: concurrent calls share one script per section.
 		g := groups[0]
-		l.key = h.leaseKey(req.EventID, g, key)
+		l.place(h, req, g)
 		var res leasedGrant
 		if res, err = h.leased.Call(ctx, leasedAcquire{req: req, g: g, lease: l}); err != nil {
 			err = boxoffice.Unavailable("the seat hold store", err) // the caller's context ended first
@@ -365,9 +398,41 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 	return hold, func() { once.Do(func() { h.endLease(ctx, l) }) }, nil
 }
 
-// leaseKey is an AcquireLeased lease's key, in the slot of the section g.
-func (h *Holds) leaseKey(eventID boxoffice.ID, g *group, name string) string {
-	return h.prefix + "lease:{" + eventID.String() + ":" + g.section + "}:" + name
+// place puts l in the slot of the section g, the first of req's: its key
+// and, when req asks for its grant to be remembered, its mark's.
+func (l *lease) place(h *Holds, req boxoffice.HoldRequest, g *group) {
+	tag := "{" + req.EventID.String() + ":" + g.section + "}"
+	l.key = h.prefix + "lease:" + tag + ":" + l.name
+	l.mark, l.ledger, l.remember = "", "", ""
+	if req.Remember > 0 {
+		// Hashed: a mark's key stays short whatever the lease's name.
+		sum := sha256.Sum256([]byte(l.name))
+		l.mark = h.prefix + "granted:" + tag + ":" + base64.RawURLEncoding.EncodeToString(sum[:12])
+		l.ledger, l.remember = g.ledger, millis(req.Remember)
+	}
+}
+
+// OpenMarks opens the ledgers of marks of a new event's sections (see
+// Marks): each section's refusals are vouched for from the start, for
+// keep, unless a ledger is there already. One script per section's slot,
+// in one round trip.
+func (h *Holds) OpenMarks(ctx context.Context, eventID boxoffice.ID, sections []string, keep time.Duration) error {
+	if len(sections) == 0 || keep <= 0 {
+		return nil
+	}
+	ev := eventID.String()
+	execs := make([]rueidis.LuaExec, len(sections))
+	for i, sec := range sections {
+		execs[i] = rueidis.LuaExec{Keys: []string{h.section(ev, sec).ledger}, Args: []string{millis(keep)}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout())
+	defer cancel()
+	for _, r := range openMarksScript.execMulti(ctx, h.client, execs) {
+		if err := r.Error(); err != nil {
+			return boxoffice.Unavailable("the seat hold store", err)
+		}
+	}
+	return nil
 }
 
 // leasedAcquire is an AcquireLeased call of one section; leasedGrant its
@@ -407,9 +472,10 @@ func errLeaseInFlight() error {
 }
 
 // lease is an AcquireLeased's lease: the caller's name for it, its token
-// and ttl in ms, and its Redis key (acquire sets it, in the first
-// section's slot).
-type lease struct{ name, token, ttl, key string }
+// and ttl in ms, and its Redis key (place sets it, in the first section's
+// slot); with its mark's key, the section's ledger and how long the mark
+// is kept in ms, when the request asks for one.
+type lease struct{ name, token, ttl, key, mark, ledger, remember string }
 
 // endLease deletes l if it still holds its token; if Redis cannot be
 // reached, the lease ends with its ttl.
@@ -435,7 +501,7 @@ func (h *Holds) acquireGroups(ctx context.Context, req boxoffice.HoldRequest, gr
 	defer cancel()
 
 	if l != nil {
-		l.key = h.leaseKey(req.EventID, groups[0], l.name)
+		l.place(h, req, groups[0])
 	}
 	owner := req.Owner.String()
 	supersede := superseded(req)
@@ -449,6 +515,9 @@ func (h *Holds) acquireGroups(ctx context.Context, req boxoffice.HoldRequest, gr
 		args := []string{owner, ttl, strconv.FormatInt(fence, 10), supersede, "", "", g.plen}
 		if l != nil && i == 0 {
 			keys, args[4], args[5] = append(keys, l.key), l.token, l.ttl
+			if l.mark != "" {
+				keys, args = append(keys, l.mark, l.ledger), append(args, l.remember)
+			}
 		}
 		reply, err := acquireScript.exec(ctx, h.client, keys, args).AsIntSlice()
 		if err == nil && len(reply) == 0 {
@@ -601,17 +670,20 @@ func (h *Holds) acquireWave(ctx context.Context, reqs []boxoffice.HoldRequest, w
 
 	execs := make([]rueidis.LuaExec, len(calls))
 	for c, call := range calls {
-		keys := []string{call[0].g.counter, call[0].g.index}
-		args := make([]string, 1, 1+6*len(call))
+		keys := []string{call[0].g.counter, call[0].g.index, call[0].g.ledger}
+		args := make([]string, 1, 1+7*len(call))
 		args[0] = call[0].g.plen
 		for _, b := range call {
 			req := reqs[b.i]
 			keys = append(keys, b.g.keys...)
 			args = append(args, strconv.Itoa(len(b.g.keys)), req.Owner.String(), millis(req.TTL), superseded(req))
-			if l := b.lease; l != nil {
-				keys, args = append(keys, l.key), append(args, l.token, l.ttl)
-			} else {
-				args = append(args, "", "")
+			switch l := b.lease; {
+			case l == nil:
+				args = append(args, "", "", "")
+			case l.mark == "":
+				keys, args = append(keys, l.key), append(args, l.token, l.ttl, "")
+			default:
+				keys, args = append(keys, l.key, l.mark), append(args, l.token, l.ttl, l.remember)
 			}
 		}
 		execs[c] = rueidis.LuaExec{Keys: keys, Args: args}
@@ -636,14 +708,18 @@ func (h *Holds) acquireWave(ctx context.Context, reqs []boxoffice.HoldRequest, w
 			default:
 				taken := make(map[string]bool)
 				b.g.mark(replies[j][1:], taken)
-				errs[b.i] = seatsTaken(req.SeatIDs, taken, "")
+				e := seatsTaken(req.SeatIDs, taken, "")
+				if replies[j][0] == 2 {
+					e.Err = boxoffice.ErrNeverGranted
+				}
+				errs[b.i] = e
 			}
 		}
 	}
 }
 
-// parseMany checks an acquireMany reply for n requests: {1, fence}, {-1}
-// or {0, i...} each.
+// parseMany checks an acquireMany reply for n requests: {1, fence}, {-1},
+// {0, i...} or {2, i...} each.
 func parseMany(r rueidis.RedisResult, n int) ([][]int64, error) {
 	msgs, err := r.ToArray()
 	if err != nil {
@@ -658,7 +734,7 @@ func parseMany(r rueidis.RedisResult, n int) ([][]int64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !(len(reply) == 2 && reply[0] == 1 || len(reply) == 1 && reply[0] == -1 || len(reply) >= 2 && reply[0] == 0) {
+		if !(len(reply) == 2 && reply[0] == 1 || len(reply) == 1 && reply[0] == -1 || len(reply) >= 2 && (reply[0] == 0 || reply[0] == 2)) {
 			return nil, errBadReply
 		}
 		out[i] = reply
@@ -822,7 +898,7 @@ func (h *Holds) takenIn(ctx context.Context, owner, supersede string, groups []*
 
 // seatsTaken is the ESEATTAKEN error for the seats in taken, listed in the
 // order of seatIDs.
-func seatsTaken(seatIDs []string, taken map[string]bool, msg string) error {
+func seatsTaken(seatIDs []string, taken map[string]bool, msg string) *boxoffice.Error {
 	seats := make([]string, 0, len(taken))
 	for _, id := range seatIDs {
 		if taken[id] {

@@ -86,12 +86,7 @@ func TestQueueStateCold(t *testing.T) {
 }
 
 func TestEvictionPolicy(t *testing.T) {
-	srv := startServer(t)
-	client, err := Dial(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	_, client := startDialed(t)
 	ctx := t.Context()
 	if got := EvictionPolicy(ctx, client); len(got) != 0 {
 		t.Fatalf("a default Redis: %v, want nothing to warn about", got)

@@ -338,11 +338,7 @@ func testCrossStorm(t *testing.T, client rueidis.Client) {
 // case runs on a server of its own rather than the shared one.
 func TestScriptFlush(t *testing.T) {
 	own := func(t *testing.T) rueidis.Client {
-		client, err := Dial(startServer(t).URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(client.Close)
+		_, client := startDialed(t)
 		return client
 	}
 	t.Run("Single", func(t *testing.T) { testScriptFlush(t, own(t)) })
@@ -489,12 +485,7 @@ func TestHeldOneRoundTrip(t *testing.T) {
 // With Redis gone the ports fail closed with EUNAVAILABLE, each call bounded
 // by Timeout, and the same Holds works again once Redis is back on its port.
 func TestRedisDown(t *testing.T) {
-	srv := startServer(t)
-	client, err := Dial(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	srv, client := startDialed(t)
 	ctx := context.Background()
 	h := NewHolds(client, "down:")
 	h.Timeout = 300 * time.Millisecond
@@ -821,3 +812,16 @@ func (c *countingClient) counts() (do, multi int64) { return c.do.Load(), c.mult
 
 // startServer starts a redis-server of the test's own (testredis).
 func startServer(t *testing.T) *testredis.Server { return testredis.Start(t) }
+
+// startDialed starts a server of the test's own and a client of it, closed
+// when the test ends.
+func startDialed(t *testing.T) (*testredis.Server, rueidis.Client) {
+	t.Helper()
+	srv := startServer(t)
+	client, err := Dial(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return srv, client
+}

@@ -27,20 +27,30 @@ import (
 // undoLua); or {0, i...} with the 1-based indexes of the seats held by
 // someone else, having written nothing.
 //
-// With ARGV[5] (a lease token, Holds.AcquireLeased) the last key is the
-// lease's and ARGV[6] its ttl in ms: the script replies {-1} and writes
-// nothing while the lease exists, and takes it with the grant. A grant
-// enters each seat in the index with its expiry (see indexLua).
-const acquireLua = `
+// With ARGV[5] (a lease token, Holds.AcquireLeased) the key after the
+// seats is the lease's and ARGV[6] its ttl in ms: the script replies {-1}
+// and writes nothing while the lease exists, and takes it with the grant.
+// With ARGV[8] too (HoldRequest.Remember in ms), the last two keys are the
+// lease's mark and the section's ledger of marks, and a grant writes the
+// mark (see marksLua). A grant enters each seat in the index with its
+// expiry (see indexLua).
+const acquireLua = marksLua + `
 local mine = ARGV[1] .. ':'
 local n = #mine
 local sup = ''
 if ARGV[4] and ARGV[4] ~= '' then sup = ARGV[4] .. ':' end
 local nk = #KEYS
+local lk, mk, ledger = nil, nil, nil
+local remember = ARGV[8]
+if remember and remember ~= '' then
+  mk, ledger = KEYS[nk - 1], KEYS[nk]
+  nk = nk - 2
+end
 local lease = ARGV[5]
 if lease and lease ~= '' then
+  lk = KEYS[nk]
   nk = nk - 1
-  if redis.call('EXISTS', KEYS[#KEYS]) == 1 then return {-1} end
+  if redis.call('EXISTS', lk) == 1 then return {-1} end
 end
 local now = redis.call('TIME')
 local nowms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
@@ -90,7 +100,8 @@ for i = 3, nk do
 end
 redis.call('ZADD', KEYS[2], unpack(entries))
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
-if nk < #KEYS then redis.call('SET', KEYS[#KEYS], lease, 'PX', ARGV[6]) end
+if lk then redis.call('SET', lk, lease, 'PX', ARGV[6]) end
+if mk then mark(mk, ledger, tonumber(remember), nowms) end
 reply[2] = fence
 return reply
 `
@@ -98,17 +109,21 @@ return reply
 // acquireManyLua decides, in order, a batch of requests whose seats are all
 // in one section: each as acquireLua without a floor, seeing the grants of
 // the ones before it. KEYS[1] is the section's fence counter, KEYS[2] its
-// index of live holds, then the seats of each request in turn (repeats
-// within a request dropped), each followed by its lease's key if it has
-// one; ARGV[1] is the length of the seat keys' prefix, then six per request: its
-// number of seats, owner, ttl in ms, superseded owner (empty for none),
-// lease token and lease ttl in ms (both empty for none). Each grant gets
-// its own fence, the largest of counter+1 and the server clock in
-// microseconds, so they increase through the batch. Reply: one entry per
-// request, {1, fence} for a grant, {-1} while its lease exists (nothing
-// written), or {0, i...} with the 1-based indexes (within the request) of
-// the seats held by someone else, the request having written nothing.
-const acquireManyLua = `
+// index of live holds, KEYS[3] its ledger of marks (see marksLua), then the
+// seats of each request in turn (repeats within a request dropped), each
+// followed by its lease's key if it has one and then its mark's key if it
+// has one; ARGV[1] is the length of the seat keys' prefix, then seven per
+// request: its number of seats, owner, ttl in ms, superseded owner (empty
+// for none), lease token and lease ttl in ms (both empty for none), and
+// how long its mark is kept in ms (empty for none; only with a lease).
+// Each grant gets its own fence, the largest of counter+1 and the server
+// clock in microseconds, so they increase through the batch, and writes
+// its mark. Reply: one entry per request, {1, fence} for a grant, {-1}
+// while its lease exists (nothing written), or {0, i...} with the 1-based
+// indexes (within the request) of the seats held by someone else, the
+// request having written nothing; {2, i...} is that refusal of a request
+// with a mark that the ledger vouches no grant under its lease had.
+const acquireManyLua = marksLua + `
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
 local nowms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
@@ -118,15 +133,18 @@ local granted = false
 local longest = 0
 local entries = {}
 local reply = {}
-local k = 2
-for a = 2, #ARGV, 6 do
+local since = false -- the ledger's, read at the first refusal that asks
+local k = 3
+for a = 2, #ARGV, 7 do
   local n = tonumber(ARGV[a])
   local mine = ARGV[a + 1] .. ':'
   local sup = ''
   if ARGV[a + 3] ~= '' then sup = ARGV[a + 3] .. ':' end
   local lease = ARGV[a + 4]
-  local lk = nil
+  local lk, mk = nil, nil
   if lease ~= '' then lk = KEYS[k + n + 1] end
+  local remember = tonumber(ARGV[a + 6])
+  if lk and remember then mk = KEYS[k + n + 2] end
   if lk and redis.call('EXISTS', lk) == 1 then
     reply[#reply + 1] = {-1}
   else
@@ -138,6 +156,12 @@ for a = 2, #ARGV, 6 do
       end
     end
     if #taken > 1 then
+      if mk then
+        if since == false then since = ledgerSince(KEYS[3]) end
+        if since and since <= nowms - remember and redis.call('EXISTS', mk) == 0 then
+          taken[1] = 2
+        end
+      end
       reply[#reply + 1] = taken
     else
       local fence = last + 1
@@ -152,11 +176,16 @@ for a = 2, #ARGV, 6 do
         entries[#entries + 1] = string.sub(KEYS[k + i], plen + 1)
       end
       if lk then redis.call('SET', lk, lease, 'PX', ARGV[a + 5]) end
+      if mk then
+        mark(mk, KEYS[3], remember, nowms)
+        since = false -- the ledger may have begun anew
+      end
       reply[#reply + 1] = {1, fence}
     end
   end
   k = k + n
   if lk then k = k + 1 end
+  if mk then k = k + 1 end
 end
 if granted then
   redis.call('SET', KEYS[1], string.format('%d', last))
@@ -167,6 +196,53 @@ if granted then
   if redis.call('PTTL', KEYS[2]) < longest then redis.call('PEXPIRE', KEYS[2], longest) end
 end
 return reply
+`
+
+// marksLua is the marks of leased grants, shared by the acquire scripts.
+// A leased grant asked to be remembered (HoldRequest.Remember) sets its
+// mark, a key named after its lease, for that long. The section's ledger
+// says since when every such grant on this server left its mark:
+// "<ms>:<run id>", begun by a mark when missing or when its run id is not
+// this server's, and kept twice as long as the marks after each. A restart (a new
+// run id, and usually an empty server), a failover (the replica's run id
+// differs) or a resharding (another node's) can lose marks, and each
+// begins the ledger anew; a refusal is vouched for (no grant under its
+// lease within remember ms) only by a ledger of this server begun at least
+// remember ms ago, or opened with the section (0: OpenMarks, before any
+// hold). Eviction must be off (maxmemory-policy noeviction), as the holds
+// themselves need.
+const marksLua = `
+local rid = nil
+local function runid()
+  if not rid then rid = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') end
+  return rid
+end
+local function ledgerSince(key)
+  local v = redis.call('GET', key)
+  if not v then return nil end
+  local s, id = string.match(v, '^(%d+):(%x+)$')
+  if not s or id ~= runid() then return nil end
+  return tonumber(s)
+end
+local function mark(key, ledger, remember, nowms)
+  redis.call('SET', key, '1', 'PX', remember)
+  local keep = 2 * remember -- to vouch after a whole remember without marks
+  if ledgerSince(ledger) then
+    if redis.call('PTTL', ledger) < keep then redis.call('PEXPIRE', ledger, keep) end
+  else
+    redis.call('SET', ledger, string.format('%d', nowms) .. ':' .. runid(), 'PX', keep)
+  end
+end
+`
+
+// openMarksLua opens the ledgers of marks KEYS (see marksLua) of a new
+// event's sections as complete from the start, unless they exist: "0:<run
+// id>" for ARGV[1] ms. Reply: 0.
+const openMarksLua = marksLua + `
+for i = 1, #KEYS do
+  redis.call('SET', KEYS[i], '0:' .. runid(), 'NX', 'PX', ARGV[1])
+end
+return 0
 `
 
 // promoteLua moves one group of a cross-section hold from the fence it got
@@ -263,6 +339,7 @@ var (
 	releaseScript      = newScript(releaseLua)
 	undoScript         = newScript(undoLua)
 	leaseReleaseScript = newScript(leaseReleaseLua)
+	openMarksScript    = newScript(openMarksLua)
 )
 
 // script runs one Lua script by EVALSHA, falling back to EVAL (which also

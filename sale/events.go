@@ -2,6 +2,7 @@ package sale
 
 import (
 	"context"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/layout"
@@ -55,7 +56,29 @@ func (s *Catalog) CreateEvent(ctx context.Context, u boxoffice.User, e *boxoffic
 	}
 	e.DrawSeed = nil // secret until the draw: kept by the store alone
 	s.layouts.Add(layout.Of(e))
+	s.openMarks(ctx, e)
 	return e, nil
+}
+
+// openMarks tells a lock layer with marks of grants that the new event's
+// seats were never held, so that its refused direct reserves need no
+// idempotency look-up from the start (boxoffice.LeasedHolds.OpenMarks).
+// They are kept until a day after the show, and as long as the marks
+// after that; a failure only costs the look-ups until the lock layer's
+// own ledger vouches.
+func (s *core) openMarks(ctx context.Context, e *boxoffice.Event) {
+	lh, ok := s.holds.(boxoffice.LeasedHolds)
+	if !ok {
+		return
+	}
+	sections := make([]string, len(e.Sections))
+	for i, sec := range e.Sections {
+		sections[i] = sec.Name
+	}
+	keep := e.StartsAt.Sub(s.now()) + 24*time.Hour + s.markTTL()
+	if err := lh.OpenMarks(ctx, e.ID, sections, keep); err != nil {
+		s.log.WarnContext(ctx, "open the marks of grants", "event", e.ID, "err", err)
+	}
 }
 
 // Event returns one event. ENOTFOUND if there is none.

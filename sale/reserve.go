@@ -164,11 +164,17 @@ func (s *Bookings) reserve(ctx context.Context, u boxoffice.User, l *layout.Layo
 		hold, err = s.holdBest(ctx, l, req.Best, id, ttl)
 		req.SeatIDs = hold.SeatIDs
 	case leased != nil:
+		hr.Remember = s.markTTL()
 		hold, endLease, err = leased.AcquireLeased(ctx, hr, leaseKey("reserve", u.ID, req.IdempotencyKey), s.leaseTTL())
 	default:
 		hold, err = s.holds.Acquire(ctx, hr)
 	}
 	if err != nil {
+		// A refusal that the lock layer vouches was never granted under
+		// this key has no answer to replay: an answered request was.
+		if errors.Is(err, boxoffice.ErrNeverGranted) {
+			return nil, err
+		}
 		if won, ok := s.replayIfAnswered(ctx, u.ID, req.IdempotencyKey, hash); ok {
 			return won.res, won.err
 		}
@@ -198,6 +204,12 @@ func (s *Bookings) reserve(ctx context.Context, u boxoffice.User, l *layout.Layo
 	}
 	return &res, nil
 }
+
+// markTTL is how long the lock layer keeps the mark of a leased grant
+// (boxoffice.HoldRequest.Remember): as long as the grant's idempotency
+// record and an hour more, for the clocks of this process and of the lock
+// store to differ.
+func (s *core) markTTL() time.Duration { return s.cfg.IdempotencyTTL + time.Hour }
 
 // seatsAmount is what the seats cost at their sections' prices.
 func (s *core) seatsAmount(l *layout.Layout, seats []string) int64 {

@@ -1,0 +1,200 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/redis/rueidis"
+)
+
+// The marks of leased grants (see Marks in the package comment): a refusal
+// claims boxoffice.ErrNeverGranted only when no grant under its key can
+// have happened, and never for a key that was granted.
+
+// leasedReq is a remembered AcquireLeased request of a new owner.
+func leasedReq(event boxoffice.ID, seats []string, remember time.Duration) boxoffice.HoldRequest {
+	return boxoffice.HoldRequest{EventID: event, SeatIDs: seats, Owner: newID(), TTL: time.Minute, Remember: remember}
+}
+
+// refuse asks for seats under key, which must be refused; it reports
+// whether the refusal claimed ErrNeverGranted.
+func refuse(t *testing.T, h *Holds, event boxoffice.ID, seats []string, key string, remember time.Duration) bool {
+	t.Helper()
+	_, _, err := h.AcquireLeased(context.Background(), leasedReq(event, seats, remember), key, time.Minute)
+	if boxoffice.ErrorCode(err) != boxoffice.ESEATTAKEN {
+		t.Fatalf("AcquireLeased(%v, %q) = %v, want %s", seats, key, err, boxoffice.ESEATTAKEN)
+	}
+	return errors.Is(err, boxoffice.ErrNeverGranted)
+}
+
+// grantThenLose holds seats under key, then lets another owner take them
+// as if the first hold had run out, the lease ended: the retry's case.
+func grantThenLose(t *testing.T, h *Holds, event boxoffice.ID, seats []string, key string, remember time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	req := leasedReq(event, seats, remember)
+	_, endLease, err := h.AcquireLeased(ctx, req, key, time.Minute)
+	if err != nil {
+		t.Fatalf("AcquireLeased(%v, %q) = %v", seats, key, err)
+	}
+	endLease()
+	if _, err := h.Release(ctx, event, seats, req.Owner); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, h, event, seats, newID(), time.Minute)
+}
+
+func TestMarks(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client) {
+		const day = 25 * time.Hour
+		ctx := context.Background()
+		h := NewHolds(client, newPrefix(t, client))
+
+		t.Run("OpenedEvent", func(t *testing.T) {
+			ev := newID()
+			if err := h.OpenMarks(ctx, ev, []string{"A", "B"}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			mustAcquire(t, h, ev, []string{"A-A-1"}, newID(), time.Minute)
+			if !refuse(t, h, ev, []string{"A-A-1"}, "fresh", day) {
+				t.Error("a key never granted, refused in an opened section: not vouched for")
+			}
+			if refuse(t, h, ev, []string{"A-A-1"}, "fresh-unremembered", 0) {
+				t.Error("a request without Remember claimed ErrNeverGranted")
+			}
+			grantThenLose(t, h, ev, []string{"A-A-2"}, "granted", day)
+			if refuse(t, h, ev, []string{"A-A-2"}, "granted", day) {
+				t.Error("the retry of a granted key claimed ErrNeverGranted")
+			}
+			// A grant over two sections marks its key in the first one's
+			// slot; its retry, refused in either, never claims.
+			grantThenLose(t, h, ev, []string{"A-A-3", "B-A-3"}, "across", day)
+			if refuse(t, h, ev, []string{"A-A-3", "B-A-3"}, "across", day) {
+				t.Error("the retry of a key granted across sections claimed ErrNeverGranted")
+			}
+			if refuse(t, h, ev, []string{"A-A-3"}, "across", day) {
+				t.Error("a key granted across sections, refused in its first section alone, claimed ErrNeverGranted")
+			}
+		})
+
+		t.Run("BatchOfRetriesAndNewKeys", func(t *testing.T) {
+			// Concurrent calls share scripts: each answer is about its own key.
+			ev := newID()
+			if err := h.OpenMarks(ctx, ev, []string{"A"}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			const n = 40
+			for i := range n / 2 {
+				grantThenLose(t, h, ev, []string{fmt.Sprintf("A-B-%d", i+1)}, fmt.Sprintf("k%d", i), day)
+			}
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					seat := fmt.Sprintf("A-B-%d", i%(n/2)+1)
+					_, _, err := h.AcquireLeased(ctx, leasedReq(ev, []string{seat}, day), fmt.Sprintf("k%d", i), time.Minute)
+					if boxoffice.ErrorCode(err) != boxoffice.ESEATTAKEN {
+						t.Errorf("key k%d: %v, want %s", i, err, boxoffice.ESEATTAKEN)
+						return
+					}
+					if claimed, granted := errors.Is(err, boxoffice.ErrNeverGranted), i < n/2; claimed == granted {
+						t.Errorf("key k%d (granted before: %v) claimed ErrNeverGranted: %v", i, granted, claimed)
+					}
+				})
+			}
+			wg.Wait()
+		})
+
+		t.Run("LedgerBegunByAGrant", func(t *testing.T) {
+			// Without OpenMarks the ledger begins with the first mark and
+			// vouches once a whole Remember has passed since.
+			const remember = 1500 * time.Millisecond
+			ev := newID()
+			grantThenLose(t, h, ev, []string{"A-A-1"}, "first", remember)
+			if refuse(t, h, ev, []string{"A-A-1"}, "fresh", remember) {
+				t.Error("a ledger begun just now vouched for a refusal")
+			}
+			time.Sleep(remember + 200*time.Millisecond)
+			if !refuse(t, h, ev, []string{"A-A-1"}, "fresh", remember) {
+				t.Error("a ledger begun more than Remember ago did not vouch")
+			}
+			// The first key's mark and record are as old as Remember: it
+			// has nothing left to replay either.
+			if !refuse(t, h, ev, []string{"A-A-1"}, "first", remember) {
+				t.Error("a grant older than Remember still counts")
+			}
+		})
+
+		t.Run("LedgerOfAnotherServer", func(t *testing.T) {
+			// A failover or resharding puts the slot on a server with
+			// another run id: the ledger no longer vouches, and the next
+			// mark begins it anew.
+			ev := newID()
+			if err := h.OpenMarks(ctx, ev, []string{"A"}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			ledger := h.section(ev.String(), "A").ledger
+			foreign := "0:" + "0123456789abcdef0123456789abcdef01234567"
+			if err := client.Do(ctx, client.B().Set().Key(ledger).Value(foreign).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			mustAcquire(t, h, ev, []string{"A-A-1"}, newID(), time.Minute)
+			if refuse(t, h, ev, []string{"A-A-1"}, "fresh", day) {
+				t.Error("another server's ledger vouched for a refusal")
+			}
+			grantThenLose(t, h, ev, []string{"A-A-2"}, "granted", day)
+			v, err := client.Do(ctx, client.B().Get().Key(ledger).Build()).ToString()
+			if err != nil || v == foreign {
+				t.Fatalf("ledger after a mark: %q, %v; want it begun anew", v, err)
+			}
+			if refuse(t, h, ev, []string{"A-A-1"}, "fresh", day) {
+				t.Error("a ledger begun anew vouched at once")
+			}
+		})
+	})
+}
+
+// Redis restarting empty loses the marks; a retry of a granted key must
+// still read its record, whoever holds its seats now.
+func TestMarksRedisRestart(t *testing.T) {
+	srv, client := startDialed(t)
+	ctx := context.Background()
+	h := NewHolds(client, "restart:")
+	ev := newID()
+	const day = 25 * time.Hour
+	if err := h.OpenMarks(ctx, ev, []string{"A"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.AcquireLeased(ctx, leasedReq(ev, []string{"A-A-1"}, day), "granted", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill(t)
+	srv.Start(t)
+	// Once every connection of the client is back (a few calls in a row
+	// answer, each on seats of its own), someone else holds the seat, by a
+	// plain hold and then by a marked one.
+	seat, ok := 0, 0
+	waitFor(t, func() bool {
+		seat++
+		_, _, err := h.AcquireLeased(ctx, leasedReq(ev, []string{fmt.Sprintf("B-A-%d", seat)}, 0), newID().String(), time.Minute)
+		_, err2 := h.Acquire(ctx, boxoffice.HoldRequest{EventID: ev, SeatIDs: []string{fmt.Sprintf("C-A-%d", seat)}, Owner: newID(), TTL: time.Minute})
+		if err != nil || err2 != nil {
+			ok = 0
+		} else {
+			ok++
+		}
+		return ok == 5
+	})
+	mustAcquire(t, h, ev, []string{"A-A-1"}, newID(), time.Minute)
+	if refuse(t, h, ev, []string{"A-A-1"}, "granted", day) {
+		t.Error("after a restart, the retry of a granted key claimed ErrNeverGranted")
+	}
+	grantThenLose(t, h, ev, []string{"A-A-2"}, "other", day)
+	if refuse(t, h, ev, []string{"A-A-1"}, "granted", day) {
+		t.Error("after a restart and a new mark, the retry of a granted key claimed ErrNeverGranted")
+	}
+}
