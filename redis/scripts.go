@@ -176,10 +176,7 @@ for a = 2, #ARGV, 7 do
         entries[#entries + 1] = string.sub(KEYS[k + i], plen + 1)
       end
       if lk then redis.call('SET', lk, lease, 'PX', ARGV[a + 5]) end
-      if mk then
-        mark(mk, KEYS[3], remember, nowms)
-        since = false -- the ledger may have begun anew
-      end
+      if mk then since = mark(mk, KEYS[3], remember, nowms) end
       reply[#reply + 1] = {1, fence}
     end
   end
@@ -203,10 +200,11 @@ return reply
 // mark, a key named after its lease, for that long. The section's ledger
 // says since when every such grant on this server left its mark:
 // "<ms>:<run id>", begun by a mark when missing or when its run id is not
-// this server's, and kept twice as long as the marks after each. A restart (a new
-// run id, and usually an empty server), a failover (the replica's run id
-// differs) or a resharding (another node's) can lose marks, and each
-// begins the ledger anew; a refusal is vouched for (no grant under its
+// this server's, and kept twice as long as the marks after each script
+// that marks (a script's marks share one ledger, checked once). A restart
+// (a new run id, and usually an empty server), a failover (the replica's
+// run id differs) or a resharding (another node's) can lose marks, and
+// each begins the ledger anew; a refusal is vouched for (no grant under its
 // lease within remember ms) only by a ledger of this server begun at least
 // remember ms ago, or opened with the section (0: OpenMarks, before any
 // hold). Eviction must be off (maxmemory-policy noeviction), as the holds
@@ -224,14 +222,20 @@ local function ledgerSince(key)
   if not s or id ~= runid() then return nil end
   return tonumber(s)
 end
+local keptFor, keptSince = 0, nil
 local function mark(key, ledger, remember, nowms)
   redis.call('SET', key, '1', 'PX', remember)
   local keep = 2 * remember -- to vouch after a whole remember without marks
-  if ledgerSince(ledger) then
+  if keptFor >= keep then return keptSince end -- a script's marks share one ledger
+  local since = ledgerSince(ledger)
+  if since then
     if redis.call('PTTL', ledger) < keep then redis.call('PEXPIRE', ledger, keep) end
   else
+    since = nowms
     redis.call('SET', ledger, string.format('%d', nowms) .. ':' .. runid(), 'PX', keep)
   end
+  keptFor, keptSince = keep, since
+  return since
 end
 `
 
