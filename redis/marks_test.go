@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -196,5 +197,49 @@ func TestMarksRedisRestart(t *testing.T) {
 	grantThenLose(t, h, ev, []string{"A-A-2"}, "other", day)
 	if refuse(t, h, ev, []string{"A-A-1"}, "granted", day) {
 		t.Error("after a restart and a new mark, the retry of a granted key claimed ErrNeverGranted")
+	}
+}
+
+// A failover to a replica that missed the last writes: the replica has the
+// ledger (the primary's run id in it) but not the mark of a grant made on
+// the primary just before. Its refusal of that key's retry must read the
+// record; so must any refusal there until a ledger of its own has vouched.
+func TestMarksFailoverToAStaleReplica(t *testing.T) {
+	primary, pc := startDialed(t)
+	_, rc := startDialed(t)
+	ctx := context.Background()
+	do := func(c rueidis.Client, args ...string) rueidis.RedisResult {
+		t.Helper()
+		r := c.Do(ctx, c.B().Arbitrary(args[0]).Args(args[1:]...).Build())
+		if err := r.Error(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return r
+	}
+	do(rc, "REPLICAOF", "127.0.0.1", fmt.Sprint(primary.Port))
+	waitFor(t, func() bool {
+		info, _ := rc.Do(ctx, rc.B().Info().Section("replication").Build()).ToString()
+		return strings.Contains(info, "master_link_status:up")
+	})
+	hp, hr := NewHolds(pc, "failover:"), NewHolds(rc, "failover:")
+	ev := newID()
+	const day = 25 * time.Hour
+	if err := hp.OpenMarks(ctx, ev, []string{"A"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := do(pc, "WAIT", "1", "5000").AsInt64(); n != 1 {
+		t.Fatalf("WAIT: %d replicas have the ledger", n)
+	}
+	// The replica is promoted (it stops following) before the grant.
+	do(rc, "REPLICAOF", "NO", "ONE")
+	if _, _, err := hp.AcquireLeased(ctx, leasedReq(ev, []string{"A-A-1"}, day), "granted", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, hr, ev, []string{"A-A-1"}, newID(), time.Minute)
+	if refuse(t, hr, ev, []string{"A-A-1"}, "granted", day) {
+		t.Error("on the promoted replica, the retry of a key granted on the old primary claimed ErrNeverGranted")
+	}
+	if refuse(t, hr, ev, []string{"A-A-1"}, "fresh", day) {
+		t.Error("the old primary's ledger vouched on the promoted replica")
 	}
 }
