@@ -43,7 +43,7 @@ func saleEvent(t *testing.T, s *sqlite.Store, id boxoffice.ID) *boxoffice.Event 
 	e := &boxoffice.Event{
 		ID: id, Name: "Backed up", Venue: "Hall", StartsAt: now.Add(30 * 24 * time.Hour), SaleOpensAt: now.Add(-time.Hour),
 		SaleMode: boxoffice.SaleDirect, TicketLimit: 1000, CreatedAt: now,
-		Sections: []boxoffice.Section{{Name: "A", PriceTier: "std", PriceCents: 4500, Rows: 20, SeatsPerRow: 50}},
+		Sections: []boxoffice.Section{{Name: "A", PriceTier: "std", PriceCents: 4500, Rows: 200, SeatsPerRow: 100}},
 	}
 	if err := s.CreateEvent(t.Context(), e); err != nil {
 		t.Fatalf("CreateEvent: %v", err)
