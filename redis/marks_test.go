@@ -216,6 +216,11 @@ func TestMarksFailoverToAStaleReplica(t *testing.T) {
 		}
 		return r
 	}
+	// A full sync without a file: the servers run in the package's
+	// directory.
+	do(pc, "CONFIG", "SET", "repl-diskless-sync", "yes")
+	do(pc, "CONFIG", "SET", "repl-diskless-sync-delay", "0")
+	do(rc, "CONFIG", "SET", "repl-diskless-load", "swapdb")
 	do(rc, "REPLICAOF", "127.0.0.1", fmt.Sprint(primary.Port))
 	waitFor(t, func() bool {
 		info, _ := rc.Do(ctx, rc.B().Info().Section("replication").Build()).ToString()
