@@ -348,7 +348,10 @@ func (n *Node) Start(ctx context.Context) {
 		if reconcile <= 0 {
 			reconcile = 30 * time.Second
 		}
-		r := &outbox.Relay{Store: p.Store, Publisher: p.Publisher, Leases: p.Leases, Log: o.logger()}
+		// The log publisher's events are kept nowhere else: the outbox
+		// keeps them a day. Kafka keeps them itself.
+		_, logged := p.Publisher.(outbox.LogPublisher)
+		r := &outbox.Relay{Store: p.Store, Publisher: p.Publisher, Leases: p.Leases, Log: o.logger(), DropPublished: !logged}
 		wg.Go(func() { r.Run(ctx) })
 		wg.Go(func() { n.Sale.RunReturns(ctx, returns) })
 		wg.Go(func() { n.Sale.RunReconciler(ctx, reconcile) })

@@ -68,6 +68,12 @@ type Relay struct {
 	// Interval is the pause between looks at an idle outbox, and the
 	// first pause after a failure; 0 is DefaultInterval.
 	Interval time.Duration
+	// DropPublished deletes each batch from the outbox once it is
+	// published (Store.DeletePublished) instead of marking it and purging
+	// it a day later: for a publisher that keeps the events itself, such
+	// as a Kafka topic, where the outbox's last day would be a second
+	// copy. Marking costs the database several times the writes.
+	DropPublished bool
 	// LeaseTTL is how long a batch may take: the relay abandons a batch
 	// (unmarked, so it is published again) before its lease runs out, so
 	// the relay that takes the lease next never publishes beside it. 0 is
@@ -122,11 +128,12 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 // RunOnce publishes one batch of pending events under the lease and marks
-// it published. It returns how many events it published: 0 with a nil
-// error when none was pending; 0 with an EIDEMINFLIGHT error when another
-// relay holds the lease; 0 with an EUNAVAILABLE error when Publish failed
-// (the batch stays pending). An error from MarkPublished leaves the batch
-// pending too, although it was published: it is published again.
+// it published (deletes it, with DropPublished). It returns how many
+// events it published: 0 with a nil error when none was pending; 0 with an
+// EIDEMINFLIGHT error when another relay holds the lease; 0 with an
+// EUNAVAILABLE error when Publish failed (the batch stays pending). An
+// error from MarkPublished (DeletePublished) leaves the batch pending too,
+// although it was published: it is published again.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err := r.check(); err != nil {
 		return 0, err
@@ -155,7 +162,11 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	for i, ev := range evs {
 		seqs[i] = ev.Seq
 	}
-	if err := r.Store.MarkPublished(ctx, seqs, r.now()); err != nil {
+	done := func() error { return r.Store.MarkPublished(ctx, seqs, r.now()) }
+	if r.DropPublished {
+		done = func() error { return r.Store.DeletePublished(ctx, seqs) }
+	}
+	if err := done(); err != nil {
 		return 0, err
 	}
 	return len(evs), nil

@@ -216,6 +216,20 @@ func wantExactlyOnce(t *testing.T, s boxoffice.OutboxStore, sl *sale, b *broker)
 	return unique
 }
 
+// wantKept fails unless the outbox keeps the published events (every one
+// of sl's, a relay that marks) or none of them (one that drops them). A
+// purge far in the future counts them, and deletes them.
+func wantKept(t *testing.T, s boxoffice.OutboxStore, sl *sale, drop bool) {
+	t.Helper()
+	want := len(sl.wanted())
+	if drop {
+		want = 0
+	}
+	if n, err := s.PurgeOutbox(t.Context(), time.Now().Add(1000*24*time.Hour)); err != nil || n != want {
+		t.Errorf("published events kept in the outbox: %d, %v; want %d (DropPublished %v)", n, err, want, drop)
+	}
+}
+
 // wantInSeqOrder fails unless the first copies arrived in seq order, so
 // that one booking's events reach its consumers in the order they happened.
 func wantInSeqOrder(t *testing.T, unique []boxoffice.OutboxEvent) {
@@ -256,7 +270,18 @@ func waitMarked(t *testing.T, s boxoffice.OutboxStore, within time.Duration) {
 	}
 }
 
+// modes runs test with a relay that marks its batches and with one that
+// deletes them (DropPublished): the same promises hold.
+func modes(t *testing.T, test func(t *testing.T, drop bool)) {
+	t.Run("Mark", func(t *testing.T) { test(t, false) })
+	t.Run("Drop", func(t *testing.T) { test(t, true) })
+}
+
 func TestRelayPublishesEveryEventOnceAfterDedupDespitePartialPublishes(t *testing.T) {
+	modes(t, testPartialPublishes)
+}
+
+func testPartialPublishes(t *testing.T, drop bool) {
 	s := openStore(t)
 	sl := newSale(t, s, 30)
 	sl.buyAll(0, 30) // 60 events
@@ -268,7 +293,7 @@ func TestRelayPublishesEveryEventOnceAfterDedupDespitePartialPublishes(t *testin
 		}
 		return -1
 	}}
-	r := &outbox.Relay{Store: s, Publisher: b, Leases: inmem.NewLeases(nil), Log: quiet, BatchSize: 7}
+	r := &outbox.Relay{Store: s, Publisher: b, Leases: inmem.NewLeases(nil), Log: quiet, BatchSize: 7, DropPublished: drop}
 
 	failures := 0
 	for {
@@ -285,6 +310,7 @@ func TestRelayPublishesEveryEventOnceAfterDedupDespitePartialPublishes(t *testin
 	}
 	unique := wantExactlyOnce(t, s, sl, b)
 	wantInSeqOrder(t, unique)
+	wantKept(t, s, sl, drop)
 	if _, dups := dedupe(b.received()); dups != 3*failures {
 		t.Errorf("%d duplicates received, want %d (3 per failed batch, published again)", dups, 3*failures)
 	}
@@ -302,6 +328,10 @@ func (l crashedLeases) TryLease(ctx context.Context, key string, ttl time.Durati
 }
 
 func TestRelayCrashMidBatchThenANewRelayTakesOver(t *testing.T) {
+	modes(t, testCrashMidBatch)
+}
+
+func testCrashMidBatch(t *testing.T, drop bool) {
 	s := openStore(t)
 	sl := newSale(t, s, 40)
 	sl.buyAll(0, 20)
@@ -317,7 +347,7 @@ func TestRelayCrashMidBatchThenANewRelayTakesOver(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		r := &outbox.Relay{Store: s, Publisher: hang, Leases: crashedLeases{leases}, Log: quiet,
-			BatchSize: 6, Interval: 5 * time.Millisecond, LeaseTTL: 300 * time.Millisecond}
+			BatchSize: 6, Interval: 5 * time.Millisecond, LeaseTTL: 300 * time.Millisecond, DropPublished: drop}
 		done <- r.Run(ctx)
 	}()
 	select {
@@ -338,7 +368,7 @@ func TestRelayCrashMidBatchThenANewRelayTakesOver(t *testing.T) {
 	defer stop()
 	go func() {
 		r := &outbox.Relay{Store: s, Publisher: restarted, Leases: leases, Log: quiet,
-			BatchSize: 6, Interval: 5 * time.Millisecond, LeaseTTL: 300 * time.Millisecond}
+			BatchSize: 6, Interval: 5 * time.Millisecond, LeaseTTL: 300 * time.Millisecond, DropPublished: drop}
 		done <- r.Run(ctx)
 	}()
 	sl.buyAll(20, 40)
@@ -350,6 +380,7 @@ func TestRelayCrashMidBatchThenANewRelayTakesOver(t *testing.T) {
 
 	unique := wantExactlyOnce(t, s, sl, restarted)
 	wantInSeqOrder(t, unique)
+	wantKept(t, s, sl, drop)
 	if _, dups := dedupe(restarted.received()); dups != 4 {
 		t.Errorf("%d duplicates received, want 4 (the crashed batch's published part)", dups)
 	}

@@ -79,6 +79,19 @@ func (s *Store) MarkPublished(ctx context.Context, seqs []int64, now time.Time) 
 	return translate(err)
 }
 
+// DeletePublished deletes the events with these seqs, published to a
+// publisher that keeps them. A deleted row costs one WAL record and no
+// index entry, where a mark writes a new row version and three index
+// entries (outbox_published_at's among them), and the purge deletes it a
+// day later anyway. A seq not in the outbox is ignored.
+func (s *Store) DeletePublished(ctx context.Context, seqs []int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `DELETE FROM outbox WHERE seq = ANY($1)`, seqs)
+	return translate(err)
+}
+
 // PurgeOutbox deletes the events published before cutoff and returns how
 // many. One statement: nothing else writes published rows, so it blocks no
 // booking, whatever it deletes.

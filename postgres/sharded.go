@@ -1042,6 +1042,17 @@ func (s *Sharded) PendingOutbox(ctx context.Context, limit int) ([]boxoffice.Out
 
 // MarkPublished marks each shard's events.
 func (s *Sharded) MarkPublished(ctx context.Context, seqs []int64, now time.Time) error {
+	return s.eachShardsSeqs(seqs, func(st *Store, ns []int64) error { return st.MarkPublished(ctx, ns, now) })
+}
+
+// DeletePublished deletes each shard's events.
+func (s *Sharded) DeletePublished(ctx context.Context, seqs []int64) error {
+	return s.eachShardsSeqs(seqs, func(st *Store, ns []int64) error { return st.DeletePublished(ctx, ns) })
+}
+
+// eachShardsSeqs calls f with each shard's seqs among seqs (as that shard
+// numbers them), and joins the errors.
+func (s *Sharded) eachShardsSeqs(seqs []int64, f func(st *Store, ns []int64) error) error {
 	by := map[int][]int64{}
 	for _, seq := range seqs {
 		if n, k := splitSeq(seq); seq >= 0 && k < len(s.shards) {
@@ -1050,7 +1061,7 @@ func (s *Sharded) MarkPublished(ctx context.Context, seqs []int64, now time.Time
 	}
 	var errs []error
 	for k, ns := range by {
-		errs = append(errs, s.shards[k].MarkPublished(ctx, ns, now))
+		errs = append(errs, f(s.shards[k], ns))
 	}
 	return errors.Join(errs...)
 }

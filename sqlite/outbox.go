@@ -98,6 +98,18 @@ func (s *Store) MarkPublished(ctx context.Context, seqs []int64, now time.Time) 
 	})
 }
 
+// DeletePublished deletes the events with these seqs, published to a
+// publisher that keeps them; a seq not in the outbox is ignored.
+func (s *Store) DeletePublished(ctx context.Context, seqs []int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	return s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?))`, jsonInts(seqs))
+		return err
+	})
+}
+
 // jsonInts encodes seqs as one JSON array parameter for json_each.
 func jsonInts(seqs []int64) string {
 	b, err := json.Marshal(seqs)

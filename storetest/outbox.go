@@ -419,6 +419,37 @@ func (s suite) outboxReads(t *testing.T) {
 		f.wantPending()
 	})
 
+	s.test(t, "DeletePublishedTakesEventsOutOfTheOutbox", func(t *testing.T, f *fixture) {
+		want := booked(f, 5)
+		evs := f.pending()
+		del := func(evs ...boxoffice.OutboxEvent) {
+			t.Helper()
+			seqs := make([]int64, len(evs))
+			for i, ev := range evs {
+				seqs[i] = ev.Seq
+			}
+			if err := f.store.DeletePublished(f.ctx, seqs); err != nil {
+				t.Fatalf("DeletePublished: %v", err)
+			}
+		}
+		// Out of order and with gaps, as a relay that published a few.
+		del(evs[3], evs[0])
+		f.wantPending(want[1], want[2], want[4])
+		// Again, nothing, and an unknown seq: no change.
+		del(evs[3], evs[0])
+		del()
+		del(boxoffice.OutboxEvent{Seq: evs[4].Seq + 1_000_000})
+		f.wantPending(want[1], want[2], want[4])
+		// Deleted, not marked: a purge finds nothing, and leaves the
+		// pending ones.
+		if n, err := f.store.PurgeOutbox(f.ctx, t0.Add(1000*24*time.Hour)); err != nil || n != 0 {
+			t.Errorf("PurgeOutbox after DeletePublished = %d, %v; want 0", n, err)
+		}
+		f.wantPending(want[1], want[2], want[4])
+		del(f.pending()...)
+		f.wantPending()
+	})
+
 	s.test(t, "PurgeOutboxDeletesOnlyWhatWasPublishedBeforeTheCutoff", func(t *testing.T, f *fixture) {
 		want := booked(f, 4)
 		evs := f.pending()
