@@ -3,10 +3,11 @@ package boxoffice
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	jt "github.com/boxoffice/boxoffice/internal/jsonappend/jsonappendtest"
 )
 
 // AppendJSON writes what encoding/json writes for a queued request, for
@@ -14,11 +15,8 @@ import (
 // out of UTC, text that needs escaping.
 func TestQueuedRequestAppendJSONIsEncodingJSONs(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	texts := []string{"", "user-42", "S-A-1", "5f2c9a", "a <b> & \"c\"", "x<y", "m&n", "tab\there", "é ü 🎟", "line\u2028sep", "\x7f", "back\\slash", string([]byte{0xff, 'x'}),
-		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
-	floats := []float64{0, math.Copysign(0, -1), 1, 12.5, 113, 0.1, 1e-7, 3e-6, 1e20, 1e21, 5e300, 123456.789}
-	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+30*60), time.FixedZone("y", -8*3600)}
-	pick := func(s []string) string { return s[r.IntN(len(s))] }
+	texts := jt.Texts("user-42", "S-A-1", "5f2c9a", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	pick := func(s []string) string { return jt.Pick(r, s) }
 	for i := range 5000 {
 		q := QueuedRequest{
 			ID:             ID(r.Int64()),
@@ -27,7 +25,7 @@ func TestQueuedRequestAppendJSONIsEncodingJSONs(t *testing.T) {
 			IdempotencyKey: pick(texts),
 			RequestHash:    pick(texts),
 			Position:       r.Int64N(10_000_000) - 5,
-			EnqueuedAt:     time.Unix(r.Int64N(1<<34), r.Int64N(1e9)).In(zones[r.IntN(len(zones))]),
+			EnqueuedAt:     jt.Time(r),
 		}
 		switch r.IntN(3) {
 		case 0: // nil: null
@@ -45,7 +43,7 @@ func TestQueuedRequestAppendJSONIsEncodingJSONs(t *testing.T) {
 			q.TraceParent = pick(texts)
 		}
 		if r.IntN(2) == 0 {
-			f := floats[r.IntN(len(floats))]
+			f := jt.Pick(r, jt.Floats)
 			q.EstimatedWait = &f
 		}
 		want, err := json.Marshal(&q)

@@ -3,7 +3,10 @@ package boxoffice
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
+
+	"github.com/boxoffice/boxoffice/internal/jsonappend"
 )
 
 // Store is the database port: events, seats, bookings, tickets, payments
@@ -467,7 +470,7 @@ type BookingSnapshot struct {
 func NewBookingEvent(topic string, b *Booking, at time.Time) (OutboxEvent, error) {
 	id := topic + ":" + b.ID.String()
 	at = at.UTC()
-	payload, err := json.Marshal(BookingEvent{
+	payload, err := bookingEventJSON(&BookingEvent{
 		ID:         id,
 		Type:       topic,
 		OccurredAt: at,
@@ -488,4 +491,45 @@ func NewBookingEvent(topic string, b *Booking, at time.Time) (OutboxEvent, error
 		return OutboxEvent{}, &Error{Code: EINTERNAL, Message: "internal error", Err: err}
 	}
 	return OutboxEvent{ID: id, Topic: topic, Key: b.ID.String(), Payload: payload, CreatedAt: at}, nil
+}
+
+// bookingEventJSON is json.Marshal(e), without reflection: every booking
+// change writes one, inside the store's transaction (store_json_test.go
+// checks the bytes against encoding/json). A time JSON cannot hold goes
+// through encoding/json, for its error.
+func bookingEventJSON(e *BookingEvent) ([]byte, error) {
+	if y, h := e.OccurredAt.Year(), e.Booking.HeldUntil.Year(); y < 0 || y > 9999 || h < 0 || h > 9999 {
+		return json.Marshal(e)
+	}
+	k := &e.Booking
+	b := make([]byte, 0, 256)
+	b = append(b, `{"id":`...)
+	b = jsonappend.String(b, e.ID)
+	b = append(b, `,"type":`...)
+	b = jsonappend.String(b, e.Type)
+	b = append(b, `,"occurred_at":`...)
+	b = jsonappend.Time(b, e.OccurredAt)
+	b = append(b, `,"booking":{"booking_id":`...)
+	b = jsonappend.QuotedInt(b, int64(k.BookingID))
+	b = append(b, `,"event_id":`...)
+	b = jsonappend.QuotedInt(b, int64(k.EventID))
+	b = append(b, `,"user_id":`...)
+	b = jsonappend.String(b, k.UserID)
+	b = append(b, `,"seat_ids":`...)
+	b = jsonappend.Strings(b, k.SeatIDs)
+	b = append(b, `,"status":`...)
+	b = jsonappend.String(b, string(k.Status))
+	b = append(b, `,"amount_cents":`...)
+	b = strconv.AppendInt(b, k.AmountCents, 10)
+	b = append(b, `,"held_until":`...)
+	b = jsonappend.Time(b, k.HeldUntil)
+	if k.ListingID != 0 {
+		b = append(b, `,"listing_id":`...)
+		b = jsonappend.QuotedInt(b, int64(k.ListingID))
+	}
+	if k.WaitlistEntryID != 0 {
+		b = append(b, `,"waitlist_entry_id":`...)
+		b = jsonappend.QuotedInt(b, int64(k.WaitlistEntryID))
+	}
+	return append(b, "}}"...), nil
 }

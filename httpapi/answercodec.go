@@ -27,9 +27,11 @@ func (Answers) Encode(outcome boxoffice.Outcome, v any) ([]byte, error) {
 	var w any
 	switch v := v.(type) {
 	case *sale.ReserveResult:
-		w = reserveOf(v)
+		j := reserveOf(v)
+		return j.appendJSON(nil), nil
 	case sale.ReserveResult:
-		w = reserveOf(&v)
+		j := reserveOf(&v)
+		return j.appendJSON(nil), nil
 	case *sale.Confirmation:
 		w = confirmationOf(v)
 	case sale.Confirmation:

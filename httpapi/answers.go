@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/jsonappend"
 	"github.com/boxoffice/boxoffice/sale"
 )
 
@@ -23,6 +24,23 @@ type reserveJSON struct {
 
 func reserveOf(r *sale.ReserveResult) reserveJSON {
 	return reserveJSON{BookingID: r.BookingID, HeldUntil: r.HeldUntil, PaymentURL: r.PaymentURL, SeatIDs: r.SeatIDs}
+}
+
+// appendJSON writes j as encoding/json does (reserve_json_test.go checks
+// it): a reserve's answer and its idempotency record are written once each
+// per booking, on the hot path.
+func (j *reserveJSON) appendJSON(b []byte) []byte {
+	b = append(b, `{"booking_id":`...)
+	b = jsonappend.QuotedInt(b, int64(j.BookingID))
+	b = append(b, `,"held_until":`...)
+	b = jsonappend.Time(b, j.HeldUntil)
+	b = append(b, `,"payment_url":`...)
+	b = jsonappend.String(b, j.PaymentURL)
+	if len(j.SeatIDs) > 0 {
+		b = append(b, `,"seat_ids":`...)
+		b = jsonappend.Strings(b, j.SeatIDs)
+	}
+	return append(b, '}')
 }
 
 func (j reserveJSON) sale() sale.ReserveResult {

@@ -68,7 +68,8 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, u boxoffice.Use
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Location", "/bookings/"+res.BookingID.String())
-	writeJSON(w, http.StatusCreated, reserveOf(res))
+	j := reserveOf(res)
+	writeAppended(w, http.StatusCreated, "application/json", &j)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	jt "github.com/boxoffice/boxoffice/internal/jsonappend/jsonappendtest"
 )
 
 // appendJSON writes what encoding/json writes for a queue ticket, for
@@ -15,10 +16,8 @@ import (
 // every size, times in and out of UTC, text that needs escaping.
 func TestQueueTicketJSONIsEncodingJSONs(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	texts := []string{"", "/queue/266168001122795520", "sold_out", "a <b> & \"c\"", "x<y", "m&n", "tab\there", "é ü 🎟", "line\u2028sep", "\x7f", "back\\slash", string([]byte{0xff, 'x'})}
-	floats := []float64{0, math.Copysign(0, -1), 1, 12.5, 113, 0.1, 1e-7, 3e-6, 1e20, 1e21, 5e300, 123456.789}
-	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+30*60), time.FixedZone("y", -8*3600)}
-	pick := func(s []string) string { return s[r.IntN(len(s))] }
+	texts := jt.Texts("/queue/266168001122795520", "sold_out")
+	pick := func(s []string) string { return jt.Pick(r, s) }
 	for i := range 5000 {
 		tk := queueTicketJSON{
 			RequestID:     boxoffice.ID(r.Int64()),
@@ -26,7 +25,7 @@ func TestQueueTicketJSONIsEncodingJSONs(t *testing.T) {
 			Status:        boxoffice.QueueStatus(pick([]string{"waiting", "queued", "held", "rejected", "a\"b"})),
 			QueuePosition: r.Int64N(10_000_000) - 5,
 			Ahead:         r.Int64(),
-			SaleOpensAt:   time.Unix(r.Int64N(1<<34), r.Int64N(1e9)).In(zones[r.IntN(len(zones))]),
+			SaleOpensAt:   jt.Time(r),
 			StatusURL:     pick(texts),
 			EventsURL:     pick(texts),
 			Reason:        pick(texts),
@@ -38,7 +37,7 @@ func TestQueueTicketJSONIsEncodingJSONs(t *testing.T) {
 			tk.SaleOpensAt = time.Time{}
 		}
 		if r.IntN(2) == 0 {
-			f := floats[r.IntN(len(floats))]
+			f := jt.Pick(r, jt.Floats)
 			if r.IntN(2) == 0 {
 				f = r.Float64() * math.Pow(10, float64(r.IntN(30)-10))
 			}
