@@ -111,7 +111,7 @@ type Stack struct {
 	AdvanceClock func(time.Duration)
 	HoldTTL      time.Duration
 	// LeaseTTL is how long a reserve's in-flight lease lasts after its
-	// grant (sale: PaymentTimeout + HoldTTL/10).
+	// grant (sale.Config.LeaseTTL).
 	LeaseTTL     time.Duration
 	OfferWindow  time.Duration
 	PendingGrace time.Duration
@@ -130,9 +130,6 @@ type Stack struct {
 func (s *Stack) positions() *queuetest.Positions {
 	return queuetest.NewPositions(s.queueSlots, s.slotOf)
 }
-
-// paymentTimeout is the stacks' sale.Config.PaymentTimeout.
-const paymentTimeout = 5 * time.Second
 
 // Secret signs the stacks' tokens.
 const Secret = "apitest-secret-apitest-secret-0123456789"
@@ -186,11 +183,12 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	// browser UI and the metrics, the live streams' notices and, with a
 	// queue, the pre-queue opener. Workers start on demand; the upkeep's
 	// returns pass runs when a test advances time (Stack.Advance).
+	scfg := sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: 5 * time.Second,
+		HandoverGrace: p.HandoverGrace, OfferWindow: p.OfferWindow}
 	n, err := node.New(ctx, node.Options{
 		Parts: &node.Parts{Store: p.Store, Holds: p.Holds, Leases: p.Leases, Shared: p.Shared,
 			Queue: p.Queue, RequestLog: p.Log, Notifier: p.Notifier, IDs: ids, AdmitDeadline: p.AdmitDeadline},
-		Sale: sale.Config{HoldTTL: p.HoldTTL, PendingGrace: p.PendingGrace, PaymentTimeout: paymentTimeout,
-			HandoverGrace: p.HandoverGrace, OfferWindow: p.OfferWindow},
+		Sale:       scfg,
 		SeatmapTTL: p.SeatmapTTL, Payments: pay, Auth: a, Metrics: true,
 		API: true, OpenerEvery: 20 * time.Millisecond, Now: now, Log: log,
 	})
@@ -200,7 +198,7 @@ func NewStack(t testing.TB, p Parts) *Stack {
 	svc := n.Sale
 	srv := httptest.NewServer(n.Handler())
 	st := &Stack{URL: srv.URL, Service: svc, Store: p.Store, Holds: p.Holds, Pay: pay, Seats: n.Seats, Auth: a,
-		AdvanceClock: p.Advance, HoldTTL: p.HoldTTL, LeaseTTL: paymentTimeout + p.HoldTTL/10, OfferWindow: p.OfferWindow, PendingGrace: p.PendingGrace,
+		AdvanceClock: p.Advance, HoldTTL: p.HoldTTL, LeaseTTL: scfg.LeaseTTL(), OfferWindow: p.OfferWindow, PendingGrace: p.PendingGrace,
 		SeatmapTTL: p.SeatmapTTL, Now: now, Queue: p.Queue, Log: p.Log, QueueStorm: p.QueueStorm,
 		queueSlots: p.QueueSlots, slotOf: p.SlotOf, logPartitions: p.LogPartitions}
 	st.Advance = func(d time.Duration) {

@@ -81,7 +81,7 @@ func (s *Tickets) Cancel(ctx context.Context, u boxoffice.User, req CancelReques
 		return nil, boxoffice.Errorf(boxoffice.ECANCELCLOSED, "cancellations closed %d hours before the show, at %s",
 			l.Event.RefundCutoffHours, l.Event.StartsAt.Add(-time.Duration(l.Event.RefundCutoffHours)*time.Hour).UTC().Format(time.RFC3339))
 	}
-	release, err := s.leases.TryLease(ctx, "cancel\x00"+b.ID.String(), s.leaseTTL())
+	release, err := s.leases.TryLease(ctx, "cancel\x00"+b.ID.String(), s.cfg.LeaseTTL())
 	if err != nil {
 		return nil, err
 	}

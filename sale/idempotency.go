@@ -41,13 +41,10 @@ func (s *core) replayRecord(rec *boxoffice.IdempotencyRecord, hash string, out a
 // lease takes the in-flight lease for (user, key): a concurrent retry of
 // the same request gets EIDEMINFLIGHT instead of doing the work twice.
 func (s *core) lease(ctx context.Context, scope, userID, key string) (func(), error) {
-	return s.leases.TryLease(ctx, leaseKey(scope, userID, key), s.leaseTTL())
+	return s.leases.TryLease(ctx, leaseKey(scope, userID, key), s.cfg.LeaseTTL())
 }
 
 func leaseKey(scope, userID, key string) string { return scope + "\x00" + userID + "\x00" + key }
-
-// leaseTTL outlasts the slowest request: a payment's timeout and more.
-func (s *core) leaseTTL() time.Duration { return s.cfg.PaymentTimeout + s.cfg.HoldTTL/10 }
 
 // queuedLease is the in-flight lease of a queued request's worker.
 const queuedLease = 10 * time.Second

@@ -165,7 +165,7 @@ func (s *Bookings) reserve(ctx context.Context, u boxoffice.User, l *layout.Layo
 		req.SeatIDs = hold.SeatIDs
 	case leased != nil:
 		hr.Remember = s.markTTL()
-		hold, endLease, err = leased.AcquireLeased(ctx, hr, leaseKey("reserve", u.ID, req.IdempotencyKey), s.leaseTTL())
+		hold, endLease, err = leased.AcquireLeased(ctx, hr, leaseKey("reserve", u.ID, req.IdempotencyKey), s.cfg.LeaseTTL())
 	default:
 		hold, err = s.holds.Acquire(ctx, hr)
 	}

@@ -79,6 +79,11 @@ type Config struct {
 // DefaultCacheEvents is Config.CacheEvents' default.
 const DefaultCacheEvents = 1000
 
+// LeaseTTL is how long an in-flight lease lasts (a reserve's, after its
+// grant too): longer than the slowest request, a payment's timeout and
+// more.
+func (c Config) LeaseTTL() time.Duration { return c.PaymentTimeout + c.HoldTTL/10 }
+
 func (c *Config) setDefaults() {
 	if c.HoldTTL <= 0 {
 		c.HoldTTL = 10 * time.Minute
