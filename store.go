@@ -498,7 +498,7 @@ func NewBookingEvent(topic string, b *Booking, at time.Time) (OutboxEvent, error
 // checks the bytes against encoding/json). A time JSON cannot hold goes
 // through encoding/json, for its error.
 func bookingEventJSON(e *BookingEvent) ([]byte, error) {
-	if y, h := e.OccurredAt.Year(), e.Booking.HeldUntil.Year(); y < 0 || y > 9999 || h < 0 || h > 9999 {
+	if !jsonappend.Writable(e.OccurredAt) || !jsonappend.Writable(e.Booking.HeldUntil) {
 		return json.Marshal(e)
 	}
 	k := &e.Booking
@@ -523,13 +523,7 @@ func bookingEventJSON(e *BookingEvent) ([]byte, error) {
 	b = strconv.AppendInt(b, k.AmountCents, 10)
 	b = append(b, `,"held_until":`...)
 	b = jsonappend.Time(b, k.HeldUntil)
-	if k.ListingID != 0 {
-		b = append(b, `,"listing_id":`...)
-		b = jsonappend.QuotedInt(b, int64(k.ListingID))
-	}
-	if k.WaitlistEntryID != 0 {
-		b = append(b, `,"waitlist_entry_id":`...)
-		b = jsonappend.QuotedInt(b, int64(k.WaitlistEntryID))
-	}
+	b = jsonappend.OptionalQuotedInt(b, `,"listing_id":`, int64(k.ListingID))
+	b = jsonappend.OptionalQuotedInt(b, `,"waitlist_entry_id":`, int64(k.WaitlistEntryID))
 	return append(b, "}}"...), nil
 }

@@ -71,9 +71,7 @@ func (t *queueTicketJSON) appendJSON(b []byte) []byte {
 	b = jsonappend.String(b, t.EventsURL)
 	b = jsonappend.OptionalString(b, `,"reason":`, t.Reason)
 	b = jsonappend.OptionalString(b, `,"message":`, t.Message)
-	if t.BookingID != 0 {
-		b = jsonappend.QuotedInt(append(b, `,"booking_id":`...), int64(t.BookingID))
-	}
+	b = jsonappend.OptionalQuotedInt(b, `,"booking_id":`, int64(t.BookingID))
 	if t.HeldUntil != nil {
 		b = append(b, `,"held_until":`...)
 		b = jsonappend.Time(b, *t.HeldUntil)

@@ -60,6 +60,15 @@ func Strings(b []byte, ss []string) []byte {
 	return append(b, ']')
 }
 
+// OptionalQuotedInt writes key (with its comma and colon) and n as
+// QuotedInt does, unless n is zero: an id field with omitempty.
+func OptionalQuotedInt(b []byte, key string, n int64) []byte {
+	if n == 0 {
+		return b
+	}
+	return QuotedInt(append(b, key...), n)
+}
+
 // QuotedInt writes n as a JSON string of its decimal digits, as an id
 // with a MarshalText method is written.
 func QuotedInt(b []byte, n int64) []byte {
@@ -77,9 +86,16 @@ func Float(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
 
+// Writable reports whether time.Time.MarshalJSON accepts t: its year is
+// within 0 to 9999.
+func Writable(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y <= 9999
+}
+
 // Time writes t as time.Time.MarshalJSON does, for the years it accepts.
 func Time(b []byte, t time.Time) []byte {
-	if y := t.Year(); y < 0 || y > 9999 {
+	if !Writable(t) {
 		return Value(b, t)
 	}
 	b = append(b, '"')

@@ -48,6 +48,12 @@ func TestAppendersAreEncodingJSONs(t *testing.T) {
 	if got := OptionalString([]byte("{"), `"k":`, "v"); string(got) != `{"k":"v"` {
 		t.Errorf("optional string: %s", got)
 	}
+	if got := OptionalQuotedInt([]byte("{"), `"k":`, 0); string(got) != "{" {
+		t.Errorf("zero optional id written: %s", got)
+	}
+	if got := OptionalQuotedInt([]byte("{"), `"k":`, -7); string(got) != `{"k":"-7"` {
+		t.Errorf("optional id: %s", got)
+	}
 }
 
 func BenchmarkString(b *testing.B) {
