@@ -241,6 +241,7 @@ type group struct {
 	pos     []int    // the index of each seat in the request
 	counter string   // the section's fence counter key
 	index   string   // the section's index of live holds
+	tag     string   // the section's hash tag, {<event>:<section>}
 	ledger  string   // the section's ledger of marks (see Marks)
 	prefix  string   // its seat keys' prefix: a key is prefix + seat id
 	plen    string   // len(prefix), for the scripts
@@ -302,7 +303,7 @@ func (h *Holds) sections(eventID boxoffice.ID, seatIDs []string, distinct bool) 
 // section is the group of section sec of event ev, without seats.
 func (h *Holds) section(ev, sec string) *group {
 	tag := "{" + ev + ":" + sec + "}"
-	g := &group{section: sec, counter: h.prefix + "fence:" + tag, index: h.prefix + "held:" + tag,
+	g := &group{section: sec, tag: tag, counter: h.prefix + "fence:" + tag, index: h.prefix + "held:" + tag,
 		ledger: h.prefix + "granted:" + tag, prefix: h.prefix + "seat:" + tag + ":"}
 	g.plen = strconv.Itoa(len(g.prefix))
 	return g
@@ -378,7 +379,7 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 	if groups := h.groups(req.EventID, req.SeatIDs, true); len(groups) == 1 && req.Supersede == 0 {
 		// The usual case: concurrent calls share one script per section.
 		g := groups[0]
-		l.place(h, req, g)
+		l.place(h, g, req.Remember)
 		var res leasedGrant
 		if res, err = h.leased.Call(ctx, leasedAcquire{req: req, g: g, lease: l}); err != nil {
 			err = boxoffice.Unavailable("the seat hold store", err) // the caller's context ended first
@@ -398,17 +399,16 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 	return hold, func() { once.Do(func() { h.endLease(ctx, l) }) }, nil
 }
 
-// place puts l in the slot of the section g, the first of req's: its key
-// and, when req asks for its grant to be remembered, its mark's.
-func (l *lease) place(h *Holds, req boxoffice.HoldRequest, g *group) {
-	tag := "{" + req.EventID.String() + ":" + g.section + "}"
-	l.key = h.prefix + "lease:" + tag + ":" + l.name
+// place puts l in the slot of the section g, the request's first: its key
+// and, when the grant is to be remembered that long, its mark's.
+func (l *lease) place(h *Holds, g *group, remember time.Duration) {
+	l.key = h.prefix + "lease:" + g.tag + ":" + l.name
 	l.mark, l.ledger, l.remember = "", "", ""
-	if req.Remember > 0 {
+	if remember > 0 {
 		// Hashed: a mark's key stays short whatever the lease's name.
 		sum := sha256.Sum256([]byte(l.name))
-		l.mark = h.prefix + "granted:" + tag + ":" + base64.RawURLEncoding.EncodeToString(sum[:12])
-		l.ledger, l.remember = g.ledger, millis(req.Remember)
+		l.mark = g.ledger + ":" + base64.RawURLEncoding.EncodeToString(sum[:12])
+		l.ledger, l.remember = g.ledger, millis(remember)
 	}
 }
 
@@ -501,7 +501,7 @@ func (h *Holds) acquireGroups(ctx context.Context, req boxoffice.HoldRequest, gr
 	defer cancel()
 
 	if l != nil {
-		l.place(h, req, groups[0])
+		l.place(h, groups[0], req.Remember)
 	}
 	owner := req.Owner.String()
 	supersede := superseded(req)
