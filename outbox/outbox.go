@@ -162,11 +162,12 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	for i, ev := range evs {
 		seqs[i] = ev.Seq
 	}
-	done := func() error { return r.Store.MarkPublished(ctx, seqs, r.now()) }
 	if r.DropPublished {
-		done = func() error { return r.Store.DeletePublished(ctx, seqs) }
+		err = r.Store.DeletePublished(ctx, seqs)
+	} else {
+		err = r.Store.MarkPublished(ctx, seqs, r.now())
 	}
-	if err := done(); err != nil {
+	if err != nil {
 		return 0, err
 	}
 	return len(evs), nil
