@@ -496,8 +496,19 @@ func (s *State) rebuild(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.logger.Warn("queue state: the cache lost data, rebuilding it from the request log and the outcome journal",
-		"nodes", len(before), "settle", s.Settle)
+	// Without an epoch this may be a deployment's first start, which lost
+	// nothing: whether it was is known once the log has been read.
+	epoch, err := s.cache.Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	if epoch != nil {
+		s.logger.Warn("queue state: the cache lost data (a Redis node restarted or failed over), rebuilding it from the request log and the outcome journal",
+			"nodes", len(before), "settle", s.Settle)
+	} else {
+		s.logger.Info("queue state: no complete cache recorded, building it from the request log and the outcome journal",
+			"nodes", len(before), "settle", s.Settle)
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -597,7 +608,11 @@ func (s *State) rebuild(ctx context.Context) error {
 	if err := s.cache.SetEpoch(ctx, after); err != nil {
 		return err
 	}
-	s.logger.Warn("queue state: rebuilt", "events", len(events), "requests", requests,
+	level := slog.LevelWarn
+	if epoch == nil && requests == 0 {
+		level = slog.LevelInfo // a first start: nothing was there to lose
+	}
+	s.logger.Log(ctx, level, "queue state: rebuilt", "events", len(events), "requests", requests,
 		"took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,6 +62,10 @@ func testRedisRestartsEmpty(t *testing.T, slots int) {
 	env.slots = slots
 	st, log := env.state(t, fmt.Sprint("restart.requests.", slots))
 	ctx := t.Context()
+	// A first start lost nothing, and says nothing alarming.
+	if w := env.logs.take(); len(w) != 0 {
+		t.Errorf("the first start warned: %q", w)
+	}
 	sale, room := env.newID(), env.newID()
 	positions := queuetest.NewPositions(slots, func(user string) int { return redis.UserSlot(user, slots) })
 
@@ -141,6 +148,10 @@ func testRedisRestartsEmpty(t *testing.T, slots int) {
 
 	if err := st.Rebuild(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The rebuild after the loss warns that it restored requests.
+	if w := env.logs.take(); !slices.Contains(w, "queue state: rebuilt") {
+		t.Errorf("the rebuild after Redis restarted empty warned %q, want %q among them", w, "queue state: rebuilt")
 	}
 
 	for _, r := range reqs {
@@ -277,11 +288,41 @@ type env struct {
 	slots  int // of each event's queue (redis.QueueState.Slots)
 	kafka  *kafka.Client
 	ids    atomic.Int64
+	logs   warnings // what the states' loggers said at Warn and above
+}
+
+// warnings is a slog.Handler that keeps the messages at Warn and above.
+type warnings struct {
+	mu   *sync.Mutex
+	msgs *[]string
+}
+
+func newWarnings() warnings { return warnings{mu: &sync.Mutex{}, msgs: new([]string)} }
+
+func (w warnings) Enabled(context.Context, slog.Level) bool { return true }
+func (w warnings) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		w.mu.Lock()
+		*w.msgs = append(*w.msgs, r.Message)
+		w.mu.Unlock()
+	}
+	return nil
+}
+func (w warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w warnings) WithGroup(string) slog.Handler      { return w }
+
+// take returns the messages kept since the last take.
+func (w warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	msgs := *w.msgs
+	*w.msgs = nil
+	return msgs
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{pg: openStore(t), redis: testredis.Start(t)}
+	e := &env{pg: openStore(t), redis: testredis.Start(t), logs: newWarnings()}
 	e.ids.Store(time.Now().UnixNano() >> 8)
 	client, err := redis.Dial(e.redis.URL())
 	if err != nil {
@@ -315,7 +356,7 @@ func (e *env) state(t *testing.T, topic string) (*queuestate.State, *kafka.Reque
 	log := kafka.NewRequestLog(e.kafka, kafka.RequestLogConfig{Topic: topic, Group: topic + ".workers"})
 	cache := redis.NewQueueState(e.client, e.prefix)
 	cache.Slots = e.slots
-	st := queuestate.New(cache, e.pg, log, redis.NewLeases(e.client, e.prefix), nil)
+	st := queuestate.New(cache, e.pg, log, redis.NewLeases(e.client, e.prefix), slog.New(e.logs))
 	st.Settle = 50 * time.Millisecond
 	// A topic just made may not be listed yet: the first rebuild (which
 	// records the epoch) waits for it.
