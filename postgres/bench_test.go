@@ -1,8 +1,12 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,15 +129,42 @@ func BenchmarkConfirmBooking(b *testing.B) {
 // ceiling for multi-row inserts, in the same run:
 //
 //	go test -run '^$' -bench 'CreateBookings|BatchedInsert' -benchtime 40000x ./postgres
-func BenchmarkCreateBookings(b *testing.B) {
-	s := benchStore(b)
+func BenchmarkCreateBookings(b *testing.B) { benchCreateBookings(b, benchStore(b), drainBatch, 0) }
+
+// BenchmarkBatchFixedCost is BenchmarkCreateBookings in batches of 1
+// to 128 (a direct reserve's group commit gathers about 25 under load) on
+// a pool of one connection, reporting that connection's backend's CPU a
+// booking when the server runs on this machine: a batch's fixed cost (a
+// transaction, two round trips, a dozen statements, the commit's flush)
+// against a booking's rows.
+//
+//	go test ./postgres -run '^$' -bench BatchFixedCost -benchtime 6400x
+func BenchmarkBatchFixedCost(b *testing.B) {
+	for _, size := range []int{1, 8, 32, 128} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			s := openStore(b, freshSchema(b)+"&pool_max_conns=1")
+			var pid int
+			if err := s.Pool().QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+				b.Fatal(err)
+			}
+			benchCreateBookings(b, s, size, pid)
+		})
+	}
+}
+
+// benchCreateBookings writes b.N one-seat bookings, each with its
+// idempotency record, size at a time with CreateBookings. With pid (a
+// backend of s's pool, the only one), it also reports that process's CPU
+// a booking, if /proc has it.
+func benchCreateBookings(b *testing.B, s *postgres.Store, size, pid int) {
 	e := createEvent(b, s, max(1, (b.N+999)/1000), 1000, boxoffice.MaxTicketLimit)
 	seats := e.Seats()
 	ctx := context.Background()
+	before, cpuOK := processCPU(pid)
 	b.ResetTimer()
-	for i := 0; i < b.N; i += drainBatch {
-		nbs := make([]boxoffice.NewBooking, 0, drainBatch)
-		for j := i; j < min(b.N, i+drainBatch); j++ {
+	for i := 0; i < b.N; i += size {
+		nbs := make([]boxoffice.NewBooking, 0, size)
+		for j := i; j < min(b.N, i+size); j++ {
 			user := fmt.Sprintf("user-%d", j)
 			rec := &boxoffice.IdempotencyRecord{UserID: user, Key: "k", RequestHash: "h", Outcome: boxoffice.OutcomeHeld,
 				Body:      []byte(`{"booking_id":"123456789","held_until":"2030-06-01T12:10:00Z","payment_url":"/bookings/123456789/confirm"}`),
@@ -144,6 +175,38 @@ func BenchmarkCreateBookings(b *testing.B) {
 		storetest.CreateAll(ctx, b, s, nbs)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "bookings/s")
+	if after, ok := processCPU(pid); cpuOK && ok {
+		b.ReportMetric(float64((after-before).Microseconds())/float64(b.N), "pg-µs/booking")
+	}
+}
+
+// processCPU is the user and system CPU process pid has used, from
+// /proc/PID/stat (ok false for pid 0, or where /proc does not have it).
+func processCPU(pid int) (used time.Duration, ok bool) {
+	if pid == 0 {
+		return 0, false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command, which is in parentheses and may hold
+	// spaces: state is the first, utime and stime the 12th and 13th.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const userHZ = 100 // Linux's clock ticks a second for these fields, on every common architecture
+	return time.Duration(utime+stime) * time.Second / userHZ, true
 }
 
 // drainBatch is a batch of the request log (kafka.RequestLogConfig.MaxBatch).
