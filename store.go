@@ -399,6 +399,16 @@ const (
 	TopicBookingCancelled = "booking.cancelled"
 )
 
+// ReleaseTopic is the topic of a pending booking's move to status to
+// (Store.ReleaseBooking): booking.expired for expired, booking.released
+// for released.
+func ReleaseTopic(to BookingStatus) string {
+	if to == BookingExpired {
+		return TopicBookingExpired
+	}
+	return TopicBookingReleased
+}
+
 // OutboxEvent is one booking event in the transactional outbox.
 type OutboxEvent struct {
 	// Seq orders the outbox; it is the store's, not the consumers'.

@@ -528,7 +528,7 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		batch := &pgx.Batch{}
 		batch.Queue(`UPDATE bookings SET status = $2, updated_at = $3 WHERE event_id = $4 AND id = $1`,
 			int64(id), string(to), b.UpdatedAt, int64(b.EventID))
-		if err := queueEvent(batch, releaseTopic(to), b, b.UpdatedAt); err != nil {
+		if err := queueEvent(batch, boxoffice.ReleaseTopic(to), b, b.UpdatedAt); err != nil {
 			return err
 		}
 		readEnded := queueEnded(batch, b)
@@ -553,14 +553,6 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		return nil, err
 	}
 	return out, nil
-}
-
-// releaseTopic is the event of a booking released to status to.
-func releaseTopic(to boxoffice.BookingStatus) string {
-	if to == boxoffice.BookingExpired {
-		return boxoffice.TopicBookingExpired
-	}
-	return boxoffice.TopicBookingReleased
 }
 
 // ExpireBookings moves up to limit pending bookings whose hold ran out at

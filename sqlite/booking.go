@@ -657,7 +657,7 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		if n == 0 {
 			return boxoffice.Errorf(boxoffice.ECONFLICT, "booking %d is %s", id, out.Status)
 		}
-		if err := writeEvent(ctx, tx, releaseTopic(to), out, out.UpdatedAt); err != nil {
+		if err := writeEvent(ctx, tx, boxoffice.ReleaseTopic(to), out, out.UpdatedAt); err != nil {
 			return err
 		}
 		return endHold(ctx, tx, out, out.UpdatedAt)
@@ -666,14 +666,6 @@ func (s *Store) ReleaseBooking(ctx context.Context, id boxoffice.ID, to boxoffic
 		return nil, err
 	}
 	return out, nil
-}
-
-// releaseTopic is the event of a booking released to status to.
-func releaseTopic(to boxoffice.BookingStatus) string {
-	if to == boxoffice.BookingExpired {
-		return boxoffice.TopicBookingExpired
-	}
-	return boxoffice.TopicBookingReleased
 }
 
 // ExpireBookings moves up to limit pending bookings whose hold ran out by
