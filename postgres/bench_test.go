@@ -129,7 +129,39 @@ func BenchmarkConfirmBooking(b *testing.B) {
 // ceiling for multi-row inserts, in the same run:
 //
 //	go test -run '^$' -bench 'CreateBookings|BatchedInsert' -benchtime 40000x ./postgres
-func BenchmarkCreateBookings(b *testing.B) { benchCreateBookings(b, benchStore(b), drainBatch, 0) }
+func BenchmarkCreateBookings(b *testing.B) {
+	s := benchStore(b)
+	benchBookings(b, s, drainBatch, 0, func(ctx context.Context, nbs []boxoffice.NewBooking) {
+		storetest.CreateAll(ctx, b, s, nbs)
+	})
+}
+
+// BenchmarkWinnerRows writes what BenchmarkCreateBookings writes for its
+// winners (the bookings, their seats, idempotency records and outbox
+// rows: CreateBookings' second round trip) without its reads and checks,
+// one transaction a batch: the floor of a winner's cost in this schema,
+// between CreateBookings and the one-row BatchedInsert.
+//
+//	go test ./postgres -run '^$' -bench 'CreateBookings|WinnerRows|BatchedInsert' -benchtime 40000x
+func BenchmarkWinnerRows(b *testing.B) {
+	s := benchStore(b)
+	benchBookings(b, s, drainBatch, 0, func(ctx context.Context, nbs []boxoffice.NewBooking) {
+		batch, err := postgres.WinnerWrites(nbs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
 
 // BenchmarkBatchFixedCost is BenchmarkCreateBookings in batches of 1
 // to 128 (a direct reserve's group commit gathers about 25 under load) on
@@ -147,16 +179,18 @@ func BenchmarkBatchFixedCost(b *testing.B) {
 			if err := s.Pool().QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 				b.Fatal(err)
 			}
-			benchCreateBookings(b, s, size, pid)
+			benchBookings(b, s, size, pid, func(ctx context.Context, nbs []boxoffice.NewBooking) {
+				storetest.CreateAll(ctx, b, s, nbs)
+			})
 		})
 	}
 }
 
-// benchCreateBookings writes b.N one-seat bookings, each with its
-// idempotency record, size at a time with CreateBookings. With pid (a
-// backend of s's pool, the only one), it also reports that process's CPU
-// a booking, if /proc has it.
-func benchCreateBookings(b *testing.B, s *postgres.Store, size, pid int) {
+// benchBookings writes b.N one-seat bookings, each with its idempotency
+// record, size at a time with write. With pid (a backend of s's pool, the
+// only one), it also reports that process's CPU a booking, if /proc has
+// it.
+func benchBookings(b *testing.B, s *postgres.Store, size, pid int, write func(context.Context, []boxoffice.NewBooking)) {
 	e := createEvent(b, s, max(1, (b.N+999)/1000), 1000, boxoffice.MaxTicketLimit)
 	seats := e.Seats()
 	ctx := context.Background()
@@ -172,7 +206,7 @@ func benchCreateBookings(b *testing.B, s *postgres.Store, size, pid int) {
 			nbs = append(nbs, boxoffice.NewBooking{Booking: booking(e, user, int64(j+1), seats[j].ID),
 				TicketLimit: e.TicketLimit, Idempotency: rec})
 		}
-		storetest.CreateAll(ctx, b, s, nbs)
+		write(ctx, nbs)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "bookings/s")
 	if after, ok := processCPU(pid); cpuOK && ok {

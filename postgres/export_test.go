@@ -75,3 +75,15 @@ func (s *Store) ConfirmBookings(ctx context.Context, cs []boxoffice.ConfirmBooki
 func (s *Store) Pipelined(ctx context.Context, fn func(send func(*pgx.Batch) pgx.BatchResults) (*pgx.Batch, error)) (committing bool, err error) {
 	return s.pipelined(ctx, func(send sendFunc) (*pgx.Batch, error) { return fn(send) })
 }
+
+// WinnerWrites is the batch of inserts CreateBookings sends for nbs once
+// they have all won, without its reads.
+func WinnerWrites(nbs []boxoffice.NewBooking) (*pgx.Batch, error) {
+	var w batchWrites
+	for _, nb := range nbs {
+		if err := w.add(nb); err != nil {
+			return nil, err
+		}
+	}
+	return w.batch(), nil
+}
