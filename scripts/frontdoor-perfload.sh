@@ -6,8 +6,8 @@
 # PostgreSQL + Redis + kafka-fake, each server its own process, interleaved
 # (bare, embedded, production) REPS times, 256 in flight (INFLIGHT=N for
 # another figure), a fresh user per request on a queued event of 70 x 1,000
-# seats (no booking workers: the front door alone). Read the ratio of each
-# system's rps to the bare rps of the same repetition. Also prints the CPU
+# seats (no booking workers: the front door alone). The line "ratio N" is
+# each system's rps over the bare rps of the same repetition. Also prints the CPU
 # the production processes used in each run (ticks of 1/100 s, warm-up
 # included), per request, and how idle the machine was. With
 # PROFILE=FILE, the production server's CPU profile of each run is written
@@ -26,7 +26,7 @@
 #
 # Needs: PERF_LOAD (default ../shared/perf-load, the load client's source),
 # PostgreSQL on 127.0.0.1:5432 with trust auth (the database bo_frontdoor is
-# dropped and created), redis-server (a throwaway one on port 6391). Ports
+# created, and dropped at the end), redis-server (a throwaway one on port 6391). Ports
 # 26001, 26010, 26020, 26030 and 9193 must be free. Everything it starts it stops.
 set -euo pipefail
 
@@ -55,6 +55,7 @@ cleanup() {
 	kill "${pids[@]}" 2>/dev/null || true
 	redis-cli -p 6391 shutdown nosave >/dev/null 2>&1 || true
 	wait 2>/dev/null || true
+	psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $DB" 2>/dev/null || true
 	rm -rf "$B"
 }
 trap cleanup EXIT
@@ -109,7 +110,8 @@ for r in $(seq "$REPS"); do
 	b1=($(ticks "$bare"))
 	echo "bare $r $out"
 	echo "cpu $r bare: $(((b1[0] - b0[0]) * 10000 / $(sed -E 's/.*"requests":([0-9]+).*/\1/' <<<"$out"))) µs a request"
-	echo "embedded $r $("${load[@]}" -system bo -url http://127.0.0.1:26020 -event "$ee" -warm-event "$ew" "${warm[@]}" -cell "e$r" | tail -1)"
+	emb=$("${load[@]}" -system bo -url http://127.0.0.1:26020 -event "$ee" -warm-event "$ew" "${warm[@]}" -cell "e$r" | tail -1)
+	echo "embedded $r $emb"
 	redis-cli -p 6391 config resetstat >/dev/null
 	[ -z "${PG_STATS:-}" ] || pg -c "SELECT pg_stat_statements_reset()" >/dev/null
 	t0=($(ticks "$prod" "$kafka" "$redis_pid") $(stat) $(pgticks))
@@ -128,6 +130,10 @@ for r in $(seq "$REPS"); do
 	t1=($(ticks "$prod" "$kafka" "$redis_pid") $(stat) $(pgticks))
 	[ -z "$profiling" ] || wait $profiling
 	echo "production $r $(tail -1 <<<"$all")"
+	# The issues' figure: each system's rps over the bare handler's, this repetition.
+	rps() { sed -E 's/.*"rps":([0-9.]+).*/\1/' <<<"$1"; }
+	echo "ratio $r: embedded $(awk -v a="$(rps "$emb")" -v b="$(rps "$out")" 'BEGIN {printf "%.2f", a / b}')x," \
+		"production $(awk -v a="$(rps "$(tail -1 <<<"$all")")" -v b="$(rps "$out")" 'BEGIN {printf "%.2f", a / b}')x the bare handler"
 	# Requests of both phases (warm-up and run), as the ticks cover both.
 	n=$(sed -E 's/.*"requests":([0-9]+).*/\1/' <<<"$all" | awk '{s += $1} END {print s}')
 	us() { echo "$(($1 * 10000 / n))"; }
