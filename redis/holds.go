@@ -125,10 +125,13 @@
 // slot, in the same script, and a refusal in a single section's batch
 // whose mark is missing says so (boxoffice.ErrNeverGranted) when the
 // section's ledger vouches that no mark can have been lost: the ledger
-// holds the server's run id and the time from which it holds, and is begun
-// anew whenever a restart, failover or resharding puts the slot on a
-// server with another run id. A ledger begun anew vouches only after
-// Remember has passed; one opened with a new event (OpenMarks) at once.
+// holds the server's run id, the time from which it holds and the
+// shortest Remember of its marks, and is begun anew whenever a restart,
+// failover or resharding puts the slot on a server with another run id,
+// or a mark is kept longer than that shortest. A ledger begun anew
+// vouches only after Remember has passed; one opened with a new event
+// (OpenMarks) at once; none for a refusal asking a longer Remember than
+// its marks are kept.
 // Marks cost about 100 bytes of Redis memory a grant for Remember; a
 // refusal's check is an EXISTS, and a script that needs the ledger reads
 // the server's run id once (INFO server, about 1.5 us).

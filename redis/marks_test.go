@@ -130,6 +130,42 @@ func TestMarks(t *testing.T) {
 			}
 		})
 
+		t.Run("MarksKeptLessThanAsked", func(t *testing.T) {
+			// A deployment raises its Remember (its idempotency records'
+			// TTL): the marks written before run out while their records
+			// remain, so a refusal asking for longer is not vouched for
+			// until a whole new Remember of longer marks has passed; a
+			// shorter one lowers what the ledger vouches for.
+			const short, long = time.Second, 2 * time.Second
+			ev := newID()
+			if err := h.OpenMarks(ctx, ev, []string{"A"}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			grantThenLose(t, h, ev, []string{"A-A-1"}, "old", short)
+			time.Sleep(short + 200*time.Millisecond) // its mark is gone
+			if refuse(t, h, ev, []string{"A-A-1"}, "old", long) {
+				t.Error("a key granted under shorter marks, retried with a longer Remember, claimed ErrNeverGranted")
+			}
+			if !refuse(t, h, ev, []string{"A-A-1"}, "fresh", short) {
+				t.Error("the opened ledger stopped vouching for the marks' own length")
+			}
+			grantThenLose(t, h, ev, []string{"A-A-2"}, "new", long)
+			if refuse(t, h, ev, []string{"A-A-2"}, "fresh", long) {
+				t.Error("the ledger begun anew by a longer mark vouched at once")
+			}
+			time.Sleep(long + 200*time.Millisecond)
+			if !refuse(t, h, ev, []string{"A-A-2"}, "fresh", long) {
+				t.Error("a ledger of longer marks, begun more than Remember ago, did not vouch")
+			}
+			grantThenLose(t, h, ev, []string{"A-A-3"}, "shorter", short)
+			if refuse(t, h, ev, []string{"A-A-3"}, "fresh", long) {
+				t.Error("after a shorter mark the ledger still vouched for the longer Remember")
+			}
+			if !refuse(t, h, ev, []string{"A-A-3"}, "fresh", short) {
+				t.Error("a shorter mark stopped the ledger vouching for its own length")
+			}
+		})
+
 		t.Run("LedgerOfAnotherServer", func(t *testing.T) {
 			// A failover or resharding puts the slot on a server with
 			// another run id: the ledger no longer vouches, and the next
@@ -139,7 +175,7 @@ func TestMarks(t *testing.T) {
 				t.Fatal(err)
 			}
 			ledger := h.section(ev.String(), "A").ledger
-			foreign := "0:" + "0123456789abcdef0123456789abcdef01234567"
+			foreign := "0:" + "0123456789abcdef0123456789abcdef01234567" + ":"
 			if err := client.Do(ctx, client.B().Set().Key(ledger).Value(foreign).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}

@@ -133,7 +133,6 @@ local granted = false
 local longest = 0
 local entries = {}
 local reply = {}
-local since = false -- the ledger's, read at the first refusal that asks
 local k = 3
 for a = 2, #ARGV, 7 do
   local n = tonumber(ARGV[a])
@@ -156,11 +155,8 @@ for a = 2, #ARGV, 7 do
       end
     end
     if #taken > 1 then
-      if mk then
-        if since == false then since = ledgerSince(KEYS[3]) end
-        if since and since <= nowms - remember and redis.call('EXISTS', mk) == 0 then
-          taken[1] = 2
-        end
+      if mk and vouched(KEYS[3], remember, nowms) and redis.call('EXISTS', mk) == 0 then
+        taken[1] = 2
       end
       reply[#reply + 1] = taken
     else
@@ -176,7 +172,7 @@ for a = 2, #ARGV, 7 do
         entries[#entries + 1] = string.sub(KEYS[k + i], plen + 1)
       end
       if lk then redis.call('SET', lk, lease, 'PX', ARGV[a + 5]) end
-      if mk then since = mark(mk, KEYS[3], remember, nowms) end
+      if mk then mark(mk, KEYS[3], remember, nowms) end
       reply[#reply + 1] = {1, fence}
     end
   end
@@ -198,44 +194,68 @@ return reply
 // marksLua is the marks of leased grants, shared by the acquire scripts.
 // A leased grant asked to be remembered (HoldRequest.Remember) sets its
 // mark, a key named after its lease, for that long. The section's ledger
-// says since when every such grant on this server left its mark:
-// "<ms>:<run id>", begun by a mark when missing or when its run id is not
-// this server's, and kept twice as long as the marks after each script
-// that marks (a script's marks share one ledger, checked once). A restart
-// (a new run id, and usually an empty server), a failover (the replica's
-// run id differs) or a resharding (another node's) can lose marks, and
-// each begins the ledger anew; a refusal is vouched for (no grant under its
-// lease within remember ms) only by a ledger of this server begun at least
-// remember ms ago, or opened with the section (0: OpenMarks, before any
-// hold). Eviction must be off (maxmemory-policy noeviction), as the holds
-// themselves need.
+// says since when every such grant on this server left its mark, and the
+// shortest time any of those marks is kept: "<ms>:<run id>:<least ms>",
+// begun by a mark when missing, when its run id is not this server's, or
+// when the mark is kept longer than the ledger's least (the marks written
+// before, kept less, may run out while the records they stand for remain:
+// sale.Config.IdempotencyTTL raised); a mark kept less than the least
+// lowers it. The ledger is kept twice as long as the marks after each
+// script that marks (a script's marks share one ledger, checked once per
+// length). A restart (a new run id, and usually an empty server), a
+// failover (the replica's run id differs) or a resharding (another
+// node's) can lose marks, and each begins the ledger anew; a refusal is
+// vouched for (no grant under its lease within remember ms) only by a
+// ledger of this server begun at least remember ms ago, or opened with the
+// section (0: OpenMarks, before any hold, least empty until a mark), whose
+// marks are all kept at least remember ms. Eviction must be off
+// (maxmemory-policy noeviction), as the holds themselves need.
 const marksLua = `
 local rid = nil
 local function runid()
   if not rid then rid = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') end
   return rid
 end
-local function ledgerSince(key)
-  local v = redis.call('GET', key)
-  if not v then return nil end
-  local s, id = string.match(v, '^(%d+):(%x+)$')
-  if not s or id ~= runid() then return nil end
-  return tonumber(s)
+-- The ledger, read once a script: false unread, nil none of this server's.
+local led = false
+local function ledgerOf(key)
+  if led == false then
+    led = nil
+    local v = redis.call('GET', key)
+    if v then
+      local s, id, least = string.match(v, '^(%d+):(%x+):(%d*)$')
+      if s and id == runid() then led = {since = tonumber(s), least = tonumber(least)} end
+    end
+  end
+  return led
 end
-local keptFor, keptSince = 0, nil
+local function writeLedger(key, since, least, keep)
+  local v = string.format('%d', since) .. ':' .. runid() .. ':' .. string.format('%d', least)
+  local ttl = redis.call('PTTL', key)
+  if ttl < keep then ttl = keep end -- an opened ledger may be kept longer
+  redis.call('SET', key, v, 'PX', ttl)
+  led = {since = since, least = least}
+end
+local keptFor = nil
 local function mark(key, ledger, remember, nowms)
   redis.call('SET', key, '1', 'PX', remember)
+  if keptFor == remember then return end
+  keptFor = remember
   local keep = 2 * remember -- to vouch after a whole remember without marks
-  if keptFor >= keep then return keptSince end -- a script's marks share one ledger
-  local since = ledgerSince(ledger)
-  if since then
-    if redis.call('PTTL', ledger) < keep then redis.call('PEXPIRE', ledger, keep) end
-  else
-    since = nowms
-    redis.call('SET', ledger, string.format('%d', nowms) .. ':' .. runid(), 'PX', keep)
+  local l = ledgerOf(ledger)
+  if not l or (l.least and remember > l.least) then
+    writeLedger(ledger, nowms, remember, keep)
+  elseif not l.least or remember < l.least then
+    writeLedger(ledger, l.since, remember, keep)
+  elseif redis.call('PTTL', ledger) < keep then
+    redis.call('PEXPIRE', ledger, keep)
   end
-  keptFor, keptSince = keep, since
-  return since
+end
+-- vouched: whether the ledger says every grant of the last remember ms
+-- left a mark that is still there.
+local function vouched(ledger, remember, nowms)
+  local l = ledgerOf(ledger)
+  return l ~= nil and l.since <= nowms - remember and (not l.least or l.least >= remember)
 end
 `
 
@@ -244,7 +264,7 @@ end
 // id>" for ARGV[1] ms. Reply: 0.
 const openMarksLua = marksLua + `
 for i = 1, #KEYS do
-  redis.call('SET', KEYS[i], '0:' .. runid(), 'NX', 'PX', ARGV[1])
+  redis.call('SET', KEYS[i], '0:' .. runid() .. ':', 'NX', 'PX', ARGV[1])
 end
 return 0
 `
