@@ -261,7 +261,7 @@ end
 
 // openMarksLua opens the ledgers of marks KEYS (see marksLua) of a new
 // event's sections as complete from the start, unless they exist: "0:<run
-// id>" for ARGV[1] ms. Reply: 0.
+// id>:" (no mark yet, so no least) for ARGV[1] ms. Reply: 0.
 const openMarksLua = marksLua + `
 for i = 1, #KEYS do
   redis.call('SET', KEYS[i], '0:' .. runid() .. ':', 'NX', 'PX', ARGV[1])
