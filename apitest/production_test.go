@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net/url"
 	"os"
 	"sync"
@@ -283,11 +284,15 @@ func redisPrefix(tb testing.TB, client rueidis.Client, base string) string {
 
 // productionQueue is the queue state of the production shape: Redis,
 // rebuilt from the log and PostgreSQL's outcomes, its epoch recorded.
+// warnLogger says only what went wrong: the suite's and the benchmarks'
+// output is not interleaved with every queue's first build.
+var warnLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
 func productionQueue(t testing.TB, client rueidis.Client, prefix string, store queuestate.Journal, log *kafka.RequestLog, slots int) *queuestate.State {
 	t.Helper()
 	cache := redis.NewQueueState(client, prefix)
 	cache.Slots = slots
-	st := queuestate.New(cache, store, log, redis.NewLeases(client, prefix), nil)
+	st := queuestate.New(cache, store, log, redis.NewLeases(client, prefix), warnLogger)
 	st.Settle = 0 // nothing was admitted before
 	// A topic just made may not be listed yet: wait for it.
 	deadline := time.Now().Add(20 * time.Second)

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -50,7 +48,7 @@ func BenchmarkQueue(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(stop)
-		kc, err := kafka.Open(kafka.Config{Seeds: seeds, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		kc, err := kafka.Open(kafka.Config{Seeds: seeds, Logger: warnLogger})
 		if err != nil {
 			b.Fatal(err)
 		}
