@@ -5,8 +5,11 @@
 package jsonappendtest
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"testing"
 	"time"
 )
 
@@ -33,3 +36,21 @@ func Time(r *rand.Rand) time.Time {
 
 // Pick is a random element of s.
 func Pick[T any](r *rand.Rand, s []T) T { return s[r.IntN(len(s))] }
+
+// Differential checks that write writes what json.Marshal writes, for n
+// values made by gen (from a generator seeded with seed, and the value's
+// index), and fails t at the first that differs.
+func Differential[V any](t *testing.T, seed uint64, n int, gen func(r *rand.Rand, i int) V, write func(v *V) ([]byte, error)) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	for i := range n {
+		v := gen(r, i)
+		want, err := json.Marshal(&v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := write(&v); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("value %d: %v\n got %s\nwant %s", i, err, got, want)
+		}
+	}
+}
