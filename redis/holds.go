@@ -406,12 +406,12 @@ func (h *Holds) AcquireLeased(ctx context.Context, req boxoffice.HoldRequest, ke
 // and, when the grant is to be remembered that long, its mark's.
 func (l *lease) place(h *Holds, g *group, remember time.Duration) {
 	l.key = h.prefix + "lease:" + g.tag + ":" + l.name
-	l.mark, l.ledger, l.remember = "", "", ""
+	l.mark, l.remember = "", ""
 	if remember > 0 {
 		// Hashed: a mark's key stays short whatever the lease's name.
 		sum := sha256.Sum256([]byte(l.name))
 		l.mark = g.ledger + ":" + base64.RawURLEncoding.EncodeToString(sum[:12])
-		l.ledger, l.remember = g.ledger, millis(remember)
+		l.remember = millis(remember)
 	}
 }
 
@@ -476,9 +476,9 @@ func errLeaseInFlight() error {
 
 // lease is an AcquireLeased's lease: the caller's name for it, its token
 // and ttl in ms, and its Redis key (place sets it, in the first section's
-// slot); with its mark's key, the section's ledger and how long the mark
-// is kept in ms, when the request asks for one.
-type lease struct{ name, token, ttl, key, mark, ledger, remember string }
+// slot); with its mark's key (in that section's slot, beside its ledger)
+// and how long the mark is kept in ms, when the request asks for one.
+type lease struct{ name, token, ttl, key, mark, remember string }
 
 // endLease deletes l if it still holds its token; if Redis cannot be
 // reached, the lease ends with its ttl.
@@ -519,7 +519,7 @@ func (h *Holds) acquireGroups(ctx context.Context, req boxoffice.HoldRequest, gr
 		if l != nil && i == 0 {
 			keys, args[4], args[5] = append(keys, l.key), l.token, l.ttl
 			if l.mark != "" {
-				keys, args = append(keys, l.mark, l.ledger), append(args, l.remember)
+				keys, args = append(keys, l.mark, g.ledger), append(args, l.remember) // g is the lease's section
 			}
 		}
 		reply, err := acquireScript.exec(ctx, h.client, keys, args).AsIntSlice()
