@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/wait"
 )
 
 // Auditor reads a store's tables directly, bypassing the API under test,
@@ -102,7 +103,7 @@ func (r *runner) settle(ctx context.Context, res *Result) {
 			res.Audit.SettleNote = fmt.Sprintf("still draining when --settle (%s) ran out: %d served of %d", r.cfg.Settle, p.Served, p.Admitted+p.Waiting)
 			return
 		}
-		sleep(ctx, 250*time.Millisecond)
+		_ = wait.Sleep(ctx, 250*time.Millisecond)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/boxoffice/boxoffice/internal/wait"
 )
 
 // readMap reads the event's seat map at path ("/seats" or
@@ -27,7 +29,7 @@ func (r *runner) readMap(ctx context.Context, path string, update bool, pace tim
 		resp, err := r.rc.hc.Do(req)
 		now := time.Now()
 		if err != nil {
-			sleep(ctx, 100*time.Millisecond)
+			_ = wait.Sleep(ctx, 100*time.Millisecond)
 			continue
 		}
 		switch resp.StatusCode {
@@ -48,11 +50,11 @@ func (r *runner) readMap(ctx context.Context, path string, update bool, pace tim
 			r.reads304.add(now, 1)
 		default:
 			_, _ = io.Copy(io.Discard, resp.Body)
-			sleep(ctx, 100*time.Millisecond)
+			_ = wait.Sleep(ctx, 100*time.Millisecond)
 		}
 		resp.Body.Close()
 		if pace > 0 {
-			sleep(ctx, pace)
+			_ = wait.Sleep(ctx, pace)
 		}
 	}
 }
@@ -103,13 +105,4 @@ func sum(s *series) int64 {
 		n += s.buckets[i].Load()
 	}
 	return n
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/wait"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -137,7 +138,7 @@ func (l *RequestLog) Consume(ctx context.Context, handle func(ctx context.Contex
 			cl.AllowRebalance()
 			// Only errors: back off rather than spin on a failing broker.
 			if fetches.Err() != nil {
-				if idle++; !sleep(ctx, l.backoff(idle)) {
+				if idle++; wait.Sleep(ctx, l.backoff(idle)) != nil {
 					return nil
 				}
 			}
@@ -159,7 +160,7 @@ func (l *RequestLog) Consume(ctx context.Context, handle func(ctx context.Contex
 			failures++
 			l.c.log.Warn("kafka: batch failed, delivering it again", "topic", l.cfg.Topic,
 				"records", len(recs), "failures", failures, "err", herr)
-			if !sleep(ctx, l.backoff(failures)) {
+			if wait.Sleep(ctx, l.backoff(failures)) != nil {
 				return nil
 			}
 			continue
@@ -245,18 +246,6 @@ func firstOffsets(recs []*kgo.Record) map[string]map[int32]kgo.EpochOffset {
 	return first
 }
 
-// sleep waits d, reporting false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // Lag returns how many requests in the log the group has not committed
 // yet, over all partitions: the backlog, for metrics.
 func (l *RequestLog) Lag(ctx context.Context) (int64, error) {
@@ -330,7 +319,7 @@ func (l *RequestLog) Replay(ctx context.Context, fn func(batch []*boxoffice.Queu
 		if from, until, err = l.bounds(ctx); err == nil {
 			break
 		}
-		if attempt == 10 || !sleep(ctx, l.backoff(1)) {
+		if attempt == 10 || wait.Sleep(ctx, l.backoff(1)) != nil {
 			return boxoffice.Unavailable("the request log", err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/wait"
 )
 
 // Publisher sends events to their consumers.
@@ -100,7 +101,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			lastPurge = now
 		}
 		n, err := r.RunOnce(ctx)
-		wait := r.interval()
+		pause := r.interval()
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -109,9 +110,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			// failure of this one.
 		case err != nil:
 			failures++
-			wait = backoff(r.interval(), failures)
+			pause = backoff(r.interval(), failures)
 			r.log().LogAttrs(ctx, slog.LevelWarn, "outbox relay: batch failed, will retry",
-				slog.Any("err", err), slog.Int("failures", failures), slog.Duration("retry_in", wait))
+				slog.Any("err", err), slog.Int("failures", failures), slog.Duration("retry_in", pause))
 		default:
 			if failures > 0 {
 				r.log().LogAttrs(ctx, slog.LevelInfo, "outbox relay: publishing again", slog.Int("failures", failures))
@@ -121,7 +122,7 @@ func (r *Relay) Run(ctx context.Context) error {
 				continue // a full batch: more may be waiting
 			}
 		}
-		if !sleep(ctx, wait) {
+		if wait.Sleep(ctx, pause) != nil {
 			return nil
 		}
 	}
@@ -211,18 +212,6 @@ func backoff(interval time.Duration, failures int) time.Duration {
 		d *= 2
 	}
 	return d
-}
-
-// sleep waits d, and reports false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func (r *Relay) check() error {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/wait"
 )
 
 // CreateBookings writes a batch of pending bookings in one transaction: the
@@ -52,7 +53,7 @@ func (s *Store) CreateBookings(ctx context.Context, nbs []boxoffice.NewBooking) 
 		// commit, whether it was written is unknown: that is the callers'
 		// to find out (EUNAVAILABLE; a retry with the key replays it).
 		if !sent && boxoffice.ErrorCode(err) == boxoffice.EUNAVAILABLE {
-			if sleep(ctx, backoff(attempt+1)) != nil {
+			if wait.Sleep(ctx, backoff(attempt+1)) != nil {
 				break
 			}
 			continue

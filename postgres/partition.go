@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/wait"
 	"github.com/boxoffice/boxoffice/snowflake"
 )
 
@@ -71,7 +72,7 @@ func (s *Store) ensurePartition(ctx context.Context, id boxoffice.ID) error {
 	var err error
 	for attempt := range partitionAttempts {
 		if attempt > 0 {
-			if err := sleep(ctx, time.Duration(attempt)*100*time.Millisecond); err != nil {
+			if err := wait.Sleep(ctx, time.Duration(attempt)*100*time.Millisecond); err != nil {
 				return translate(err)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/boxoffice/boxoffice/internal/wait"
 )
 
 // Retry policy of transact: a transaction that hits a serialization
@@ -41,7 +43,7 @@ func (s *Store) transact(ctx context.Context, fn func(tx pgx.Tx) error) error {
 func withRetries(ctx context.Context, fn func() error) (last, stopped error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+			if err := wait.Sleep(ctx, backoff(attempt)); err != nil {
 				return last, err
 			}
 		}
@@ -57,17 +59,6 @@ func withRetries(ctx context.Context, fn func() error) (last, stopped error) {
 func backoff(retry int) time.Duration {
 	ceiling := min(maxBackoff, baseBackoff<<retry)
 	return rand.N(ceiling)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // transactBatches is transact for a transaction of batches (pipelined):
