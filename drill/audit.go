@@ -3,6 +3,7 @@ package drill
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -182,4 +183,41 @@ func (r *runner) audit(ctx context.Context, res *Result) error {
 		}
 	}
 	return nil
+}
+
+// rows is what the two auditors' drivers' result sets share (pgx.Rows,
+// *sql.Rows); the caller closes them.
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// countsOf reads (status, count) rows: Bookings.
+func countsOf(rs rows) (map[string]int, error) {
+	out := map[string]int{}
+	for rs.Next() {
+		var (
+			status string
+			n      int
+		)
+		if err := rs.Scan(&status, &n); err != nil {
+			return nil, err
+		}
+		out[status] = n
+	}
+	return out, rs.Err()
+}
+
+// idsOf reads rows of one id: Confirmed.
+func idsOf(rs rows) (map[string]bool, error) {
+	out := map[string]bool{}
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[strconv.FormatInt(id, 10)] = true
+	}
+	return out, rs.Err()
 }

@@ -2,7 +2,6 @@ package drill
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -90,18 +89,7 @@ func (a *PostgresAuditor) Bookings(ctx context.Context, eventID boxoffice.ID) (m
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var (
-			status string
-			n      int
-		)
-		if err := rows.Scan(&status, &n); err != nil {
-			return nil, err
-		}
-		out[status] = n
-	}
-	return out, rows.Err()
+	return countsOf(rows)
 }
 
 func (a *PostgresAuditor) Confirmed(ctx context.Context, eventID boxoffice.ID) (map[string]bool, error) {
@@ -110,15 +98,7 @@ func (a *PostgresAuditor) Confirmed(ctx context.Context, eventID boxoffice.ID) (
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out[strconv.FormatInt(id, 10)] = true
-	}
-	return out, rows.Err()
+	return idsOf(rows)
 }
 
 // OpenPostgresAuditor audits the database at url over a pool of its own,

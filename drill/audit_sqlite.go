@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -98,18 +97,7 @@ func (a *SQLiteAuditor) Bookings(ctx context.Context, eventID boxoffice.ID) (map
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var (
-			status string
-			n      int
-		)
-		if err := rows.Scan(&status, &n); err != nil {
-			return nil, err
-		}
-		out[status] = n
-	}
-	return out, rows.Err()
+	return countsOf(rows)
 }
 
 func (a *SQLiteAuditor) Confirmed(ctx context.Context, eventID boxoffice.ID) (map[string]bool, error) {
@@ -118,13 +106,5 @@ func (a *SQLiteAuditor) Confirmed(ctx context.Context, eventID boxoffice.ID) (ma
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out[strconv.FormatInt(id, 10)] = true
-	}
-	return out, rows.Err()
+	return idsOf(rows)
 }
