@@ -2,6 +2,7 @@ package holdtest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -155,4 +156,37 @@ func testLeaseMany(t *testing.T, h Harness) {
 		t.Errorf("TryLeaseMany of no keys answered %v", errs)
 	}
 	release()
+
+	// A drain batch's worth, released together (a store may group the
+	// releases, by server or by hash slot): each lease it still holds is
+	// freed, and none that ran out and went to someone else.
+	keys := make([]string, 450)
+	for i := range keys {
+		keys[i] = newKey(fmt.Sprintf("batch-%d", i))
+	}
+	expired, errs := many.TryLeaseMany(context.Background(), keys, short)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("TryLeaseMany, key %d: %v", i, err)
+		}
+	}
+	h.Advance(short + short/3)
+	for _, k := range keys[:len(keys)/2] {
+		lease(t, h, k, long) // someone else's now
+	}
+	expired()
+	for _, k := range keys[:len(keys)/2] {
+		wantInFlight(t, h, k)
+	}
+	rest := keys[len(keys)/2:]
+	release, errs = many.TryLeaseMany(context.Background(), rest, long)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("TryLeaseMany of the lapsed keys, key %d: %v", i, err)
+		}
+	}
+	release()
+	for _, k := range rest {
+		lease(t, h, k, long) // freed by the release
+	}
 }

@@ -1,9 +1,12 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,7 +60,8 @@ func (l *Leases) TryLease(ctx context.Context, key string, ttl time.Duration) (f
 // TryLeaseMany takes the leases on keys in one pipelined call (the cluster
 // client sends each key to its node, in parallel); see
 // boxoffice.ManyLeases. The release runs the check-and-delete of every
-// lease taken in one pipelined call too.
+// lease taken in one pipelined call too, a script call per hash slot
+// (releaseExecs).
 func (l *Leases) TryLeaseMany(ctx context.Context, keys []string, ttl time.Duration) (func(), []error) {
 	errs := make([]error, len(keys))
 	if ttl <= 0 {
@@ -82,7 +86,7 @@ func (l *Leases) TryLeaseMany(ctx context.Context, keys []string, ttl time.Durat
 		cmds = append(cmds, l.client.B().Set().Key(ks[i]).Value(tokens[i]).Nx().PxMilliseconds(ms).Build())
 		sent = append(sent, i)
 	}
-	var taken []rueidis.LuaExec
+	var takenKeys, takenTokens []string
 	if len(cmds) > 0 {
 		ctx, cancel := context.WithTimeout(ctx, l.timeout())
 		res := l.client.DoMulti(ctx, cmds...)
@@ -94,19 +98,63 @@ func (l *Leases) TryLeaseMany(ctx context.Context, keys []string, ttl time.Durat
 			case err != nil:
 				errs[i] = boxoffice.Unavailable("the lease store", err)
 			default:
-				taken = append(taken, rueidis.LuaExec{Keys: []string{ks[i]}, Args: []string{tokens[i]}})
+				takenKeys, takenTokens = append(takenKeys, ks[i]), append(takenTokens, tokens[i])
 			}
 		}
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			if len(taken) == 0 {
+			if len(takenKeys) == 0 {
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), l.timeout())
 			defer cancel()
-			leaseReleaseScript.execMulti(ctx, l.client, taken)
+			execs := releaseExecs(takenKeys, takenTokens, l.client.Mode() == rueidis.ClientModeCluster)
+			leaseReleaseScript.execMulti(ctx, l.client, execs)
 		})
 	}, errs
+}
+
+// releaseExecs groups the check-and-deletes of leases into script calls:
+// one per hash slot of a cluster (a script's keys must share one), one for
+// all on a single server, each of at most releaseChunk keys. A drain
+// batch's in-flight leases were released one script call each: 17.5 µs of
+// Redis a call, 40,000 calls for 40,000 decisions of a sold-out sale,
+// more than half of Redis's time in the drain.
+func releaseExecs(keys, tokens []string, cluster bool) []rueidis.LuaExec {
+	order := make([]int, len(keys))
+	slots := make([]int, len(keys))
+	for i, k := range keys {
+		order[i] = i
+		if cluster {
+			slots[i] = keySlot(k)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(slots[a], slots[b]) })
+	var execs []rueidis.LuaExec
+	for j, i := range order {
+		if n := len(execs); n == 0 || slots[i] != slots[order[j-1]] || len(execs[n-1].Keys) == releaseChunk {
+			execs = append(execs, rueidis.LuaExec{})
+		}
+		e := &execs[len(execs)-1]
+		e.Keys, e.Args = append(e.Keys, keys[i]), append(e.Args, tokens[i])
+	}
+	return execs
+}
+
+// releaseChunk bounds the keys of one release script, and so how long it
+// holds the server (about a microsecond a key).
+const releaseChunk = 200
+
+// keySlot is key's Redis Cluster hash slot: that of its hash tag, the
+// part between its first '{' and the next '}', when not empty, else of
+// the whole key.
+func keySlot(key string) int {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	return int(crc16(key)) % hashSlots
 }

@@ -348,12 +348,16 @@ end
 return 0
 `
 
-// leaseReleaseLua deletes KEYS[1] if it still holds the token ARGV[1].
+// leaseReleaseLua deletes each KEYS[i] that still holds the token
+// ARGV[i]. Reply: how many it deleted.
 const leaseReleaseLua = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+local n = 0
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[i] then
+    n = n + redis.call('DEL', KEYS[i])
+  end
 end
-return 0
+return n
 `
 
 var (
