@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -210,7 +209,7 @@ func (l *RequestLog) decode(recs []*kgo.Record) []*boxoffice.QueuedRequest {
 	batch := make([]*boxoffice.QueuedRequest, 0, len(recs))
 	for _, rec := range recs {
 		r := new(boxoffice.QueuedRequest)
-		err := json.Unmarshal(rec.Value, r)
+		err := boxoffice.DecodeQueuedRequest(rec.Value, r)
 		if err == nil && r.ID == 0 {
 			err = errors.New("no request id")
 		}

@@ -1,14 +1,17 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/jsonscan"
 )
 
 // Notifier is boxoffice.Notifier on Redis pub/sub: one channel,
@@ -102,8 +105,113 @@ type wireNotice struct {
 
 // decodeNotices reads a message of Notify: one notice, or an array of
 // them. An unreadable element is skipped alone, not with the rest of its
-// batch.
+// batch. Every API process reads every notice of every drained batch, and
+// encoding/json (the array scanned once, each element again, then
+// reflection) was a sixth of a worker's process CPU in the drain: the
+// messages Notify writes are read in one pass (noticesFast), anything else
+// the general way.
 func decodeNotices(msg string) []boxoffice.QueueNotice {
+	var out []boxoffice.QueueNotice
+	if noticesFast(&out, []byte(msg)) {
+		return out
+	}
+	return decodeNoticesGeneral(msg)
+}
+
+// noticesFast reads a message of plain notices (ids as quoted decimals,
+// texts of printable ASCII without escapes) in one pass, as
+// decodeNoticesGeneral would (TestNoticesFastAgreesWithTheGeneralWay); it
+// leaves out untouched when it reports false.
+func noticesFast(out *[]boxoffice.QueueNotice, b []byte) bool {
+	// Notify writes no space before the message; the general way reads an
+	// array only without one.
+	if len(b) > 0 && b[0] == '{' {
+		n, next, ok := noticeAt(b, 0)
+		if !ok || jsonscan.Space(b, next) != len(b) {
+			return false
+		}
+		*out = []boxoffice.QueueNotice{n}
+		return true
+	}
+	if len(b) == 0 || b[0] != '[' {
+		return false
+	}
+	ns := make([]boxoffice.QueueNotice, 0, bytes.Count(b, []byte(`"request_id"`)))
+	i := jsonscan.Space(b, 1)
+	if i < len(b) && b[i] == ']' {
+		if jsonscan.Space(b, i+1) != len(b) {
+			return false
+		}
+		*out = ns
+		return true
+	}
+	for {
+		n, next, ok := noticeAt(b, i)
+		if !ok {
+			return false
+		}
+		ns = append(ns, n)
+		i = jsonscan.Space(b, next)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = jsonscan.Space(b, i+1)
+		case i < len(b) && b[i] == ']' && jsonscan.Space(b, i+1) == len(b):
+			*out = ns
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// noticeAt reads the plain notice object at b[i].
+func noticeAt(b []byte, i int) (boxoffice.QueueNotice, int, bool) {
+	var n boxoffice.QueueNotice
+	text := func(at int) (string, int, bool) {
+		s, e, ok := jsonscan.String(b, at)
+		if !ok {
+			return "", 0, false
+		}
+		return string(b[s:e]), e + 1, true
+	}
+	// An id as wireNotice's ",string" reads it: a quoted JSON integer.
+	id := func(at int) (boxoffice.ID, int, bool) {
+		s, e, ok := jsonscan.String(b, at)
+		if !ok || s == e {
+			return 0, 0, false
+		}
+		d := s
+		if b[d] == '-' {
+			d++
+		}
+		if e == d || e-d > 19 || b[d] == '0' && e-d > 1 || bytes.IndexFunc(b[d:e], notDigit) >= 0 {
+			return 0, 0, false
+		}
+		v, err := strconv.ParseInt(string(b[s:e]), 10, 64)
+		return boxoffice.ID(v), e + 1, err == nil
+	}
+	next, ok := jsonscan.ObjectAt(b, i, func(key []byte, at int) (next int, ok bool) {
+		switch string(key) {
+		case "request_id":
+			n.RequestID, next, ok = id(at)
+		case "event_id":
+			n.EventID, next, ok = id(at)
+		case "user_id":
+			n.UserID, next, ok = text(at)
+		case "status":
+			var st string
+			st, next, ok = text(at)
+			n.Status = boxoffice.QueueStatus(st)
+		}
+		return next, ok
+	})
+	return n, next, ok
+}
+
+func notDigit(r rune) bool { return r < '0' || r > '9' }
+
+// decodeNoticesGeneral is decodeNotices by encoding/json.
+func decodeNoticesGeneral(msg string) []boxoffice.QueueNotice {
 	var raws []json.RawMessage
 	if strings.HasPrefix(msg, "[") {
 		if json.Unmarshal([]byte(msg), &raws) != nil {

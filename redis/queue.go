@@ -605,7 +605,7 @@ func (q *QueueState) entry(ctx context.Context, key string) (*boxoffice.QueueEnt
 
 func decodeEntry(m map[string]string) (*boxoffice.QueueEntry, error) {
 	var r boxoffice.QueuedRequest
-	if err := json.Unmarshal([]byte(m["req"]), &r); err != nil {
+	if err := boxoffice.DecodeQueuedRequest([]byte(m["req"]), &r); err != nil {
 		return nil, &boxoffice.Error{Code: boxoffice.EINTERNAL, Message: "queue entry is unreadable", Err: err}
 	}
 	return decodeState(m, &r), nil

@@ -84,6 +84,52 @@ func Whole(b []byte, i int) (n int64, next int, ok bool) {
 	return n, j, true
 }
 
+// Number finds the JSON number starting at b[i] (a sign, digits, a
+// fraction, an exponent, as the grammar has them): its text is b[i:next],
+// for strconv.ParseFloat, which encoding/json also reads a float64 with.
+func Number(b []byte, i int) (next int, ok bool) {
+	j := i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		j = digits(b, j)
+	default:
+		return 0, false
+	}
+	if j < len(b) && b[j] == '.' {
+		if d := digits(b, j+1); d > j+1 {
+			j = d
+		} else {
+			return 0, false
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if d := digits(b, j); d > j {
+			j = d
+		} else {
+			return 0, false
+		}
+	}
+	return j, true
+}
+
+// digits returns the index of the first byte at or after i that is not a
+// decimal digit.
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 // maxKeys bounds the keys of an object Object reads; one with more is left
 // to the general way.
 const maxKeys = 16
@@ -95,47 +141,54 @@ const maxKeys = 16
 // that comes twice (encoding/json keeps the last value) or an object of
 // more than maxKeys keys is refused, so no caller tracks repeats.
 func Object(b []byte, i int, field func(key []byte, at int) (next int, ok bool)) bool {
+	next, ok := ObjectAt(b, i, field)
+	return ok && Space(b, next) == len(b)
+}
+
+// ObjectAt is Object for an object inside a document (an element of an
+// array): next is the index after its closing brace.
+func ObjectAt(b []byte, i int, field func(key []byte, at int) (next int, ok bool)) (next int, ok bool) {
 	var keys [maxKeys][]byte
 	n := 0
 	i = Space(b, i)
 	if i >= len(b) || b[i] != '{' {
-		return false
+		return 0, false
 	}
 	i = Space(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return Space(b, i+1) == len(b)
+		return i + 1, true
 	}
 	for {
 		ks, ke, ok := String(b, i)
 		if !ok {
-			return false
+			return 0, false
 		}
 		key := b[ks:ke]
 		if n == maxKeys {
-			return false
+			return 0, false
 		}
 		for _, k := range keys[:n] {
 			if bytes.Equal(k, key) {
-				return false
+				return 0, false
 			}
 		}
 		keys[n], n = key, n+1
 		i = Space(b, ke+1)
 		if i >= len(b) || b[i] != ':' {
-			return false
+			return 0, false
 		}
 		if i, ok = field(key, Space(b, i+1)); !ok {
-			return false
+			return 0, false
 		}
 		i = Space(b, i)
 		if i >= len(b) {
-			return false
+			return 0, false
 		}
 		if b[i] == '}' {
-			return Space(b, i+1) == len(b)
+			return i + 1, true
 		}
 		if b[i] != ',' {
-			return false
+			return 0, false
 		}
 		i = Space(b, i+1)
 	}

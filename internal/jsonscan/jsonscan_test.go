@@ -56,3 +56,18 @@ func TestStringsAndObject(t *testing.T) {
 		}
 	}
 }
+
+// Number takes JSON's number grammar, and only it: what it takes
+// strconv.ParseFloat reads, as encoding/json does.
+func TestNumber(t *testing.T) {
+	for in, want := range map[string]int{"0": 1, "-0": 2, "12.5,": 4, "1e3}": 3, "-1.25E-7 ": 8, "0.0": 3, "7E+2": 4, "123456789012345678901234": 24} {
+		if next, ok := Number([]byte(in), 0); !ok || next != want {
+			t.Errorf("Number(%q) = %d, %v; want %d", in, next, ok, want)
+		}
+	}
+	for _, in := range []string{"", "-", "+1", "01", ".5", "1.", "1e", "1e+", "--1", "x", "NaN"} {
+		if next, ok := Number([]byte(in), 0); ok && next == len(in) {
+			t.Errorf("Number(%q) took it whole", in)
+		}
+	}
+}
