@@ -122,13 +122,7 @@ func DecodeQueuedRequest(b []byte, r *QueuedRequest) error {
 // it reports false.
 func (r *QueuedRequest) decodeFast(b []byte) bool {
 	var out QueuedRequest
-	text := func(at int, dst *string) (int, bool) {
-		s, e, ok := jsonscan.String(b, at)
-		if ok {
-			*dst = string(b[s:e])
-		}
-		return e + 1, ok
-	}
+	text := func(at int, dst *string) (int, bool) { return jsonscan.Text(b, at, dst) }
 	id := func(at int, dst *ID) (int, bool) {
 		s, e, ok := jsonscan.String(b, at)
 		if !ok {

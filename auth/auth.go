@@ -263,14 +263,7 @@ func (a *Authenticator) verifyOwn(token string, c *verified) bool {
 // json.Unmarshal reads the same (TestClaimsDecodeFastAgreesWithJSON).
 func (c *verified) decodeFast(b []byte) bool {
 	var out verified
-	str := func(dst *string, at int) (int, bool) {
-		s, e, ok := jsonscan.String(b, at)
-		if !ok {
-			return 0, false
-		}
-		*dst = string(b[s:e])
-		return e + 1, true
-	}
+	str := func(dst *string, at int) (int, bool) { return jsonscan.Text(b, at, dst) }
 	secs := func(dst **float64, at int) (int, bool) {
 		n, next, ok := jsonscan.Whole(b, at)
 		if !ok {

@@ -38,9 +38,7 @@ func (q *reserveRequest) decodeFast(b []byte) bool {
 			out.SeatIDs = ss
 			return next, ok
 		case "idempotency_key":
-			s, e, ok := jsonscan.String(b, at)
-			out.IdempotencyKey = string(b[s:e])
-			return e + 1, ok
+			return jsonscan.Text(b, at, &out.IdempotencyKey)
 		}
 		return 0, false
 	})

@@ -167,13 +167,6 @@ func noticesFast(out *[]boxoffice.QueueNotice, b []byte) bool {
 // noticeAt reads the plain notice object at b[i].
 func noticeAt(b []byte, i int) (boxoffice.QueueNotice, int, bool) {
 	var n boxoffice.QueueNotice
-	text := func(at int) (string, int, bool) {
-		s, e, ok := jsonscan.String(b, at)
-		if !ok {
-			return "", 0, false
-		}
-		return string(b[s:e]), e + 1, true
-	}
 	// An id as wireNotice's ",string" reads it: a quoted JSON integer.
 	id := func(at int) (boxoffice.ID, int, bool) {
 		s, e, ok := jsonscan.String(b, at)
@@ -197,10 +190,10 @@ func noticeAt(b []byte, i int) (boxoffice.QueueNotice, int, bool) {
 		case "event_id":
 			n.EventID, next, ok = id(at)
 		case "user_id":
-			n.UserID, next, ok = text(at)
+			next, ok = jsonscan.Text(b, at, &n.UserID)
 		case "status":
 			var st string
-			st, next, ok = text(at)
+			next, ok = jsonscan.Text(b, at, &st)
 			n.Status = boxoffice.QueueStatus(st)
 		}
 		return next, ok

@@ -34,6 +34,17 @@ func String(b []byte, i int) (s, e int, ok bool) {
 	return 0, 0, false
 }
 
+// Text reads the plain string at b[i] (see String) into *dst; next is the
+// index after its closing quote. It leaves *dst as it was if not ok.
+func Text(b []byte, i int, dst *string) (next int, ok bool) {
+	s, e, ok := String(b, i)
+	if !ok {
+		return 0, false
+	}
+	*dst = string(b[s:e])
+	return e + 1, true
+}
+
 // Strings reads the array of plain strings starting at b[i]; next is the
 // index after its closing bracket. An empty array is a non-nil empty
 // slice, as encoding/json makes it.

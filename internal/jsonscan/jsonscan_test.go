@@ -71,3 +71,13 @@ func TestNumber(t *testing.T) {
 		}
 	}
 }
+
+func TestText(t *testing.T) {
+	s := "kept"
+	if next, ok := Text([]byte(`"a-1",`), 0, &s); !ok || s != "a-1" || next != 5 {
+		t.Errorf(`Text("a-1") = %q, %d, %v`, s, next, ok)
+	}
+	if _, ok := Text([]byte(`"a\n"`), 0, &s); ok || s != "a-1" {
+		t.Errorf("Text of an escape: %v, wrote %q", ok, s)
+	}
+}
