@@ -119,9 +119,11 @@ func (l *Leases) TryLeaseMany(ctx context.Context, keys []string, ttl time.Durat
 // releaseExecs groups the check-and-deletes of leases into script calls:
 // one per hash slot of a cluster (a script's keys must share one), one for
 // all on a single server, each of at most releaseChunk keys. A drain
-// batch's in-flight leases were released one script call each: 17.5 µs of
-// Redis a call, 40,000 calls for 40,000 decisions of a sold-out sale,
-// more than half of Redis's time in the drain.
+// batch's in-flight leases were released one script call each: 40,000
+// commands for the client to write and read back for a 40,000-request
+// drain, where a single server now takes 200 calls (Redis's own time
+// hardly differs: about 1.2 µs a one-key call, 0.3 µs a key in a
+// 200-key one).
 func releaseExecs(keys, tokens []string, cluster bool) []rueidis.LuaExec {
 	order := make([]int, len(keys))
 	slots := make([]int, len(keys))
