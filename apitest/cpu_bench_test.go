@@ -1,15 +1,13 @@
 package apitest
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/boxoffice/boxoffice/internal/proccpu"
 	"github.com/redis/rueidis"
 )
 
@@ -43,31 +41,11 @@ func readCPU(client rueidis.Client) cpuUse {
 			}
 		}
 	}
-	// Every postgres process's utime and stime, from /proc (none where
-	// there is no /proc): the backends that serve the benchmark and the
-	// writers that flush for them.
-	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
-	for _, c := range comms {
-		if name, err := os.ReadFile(c); err != nil || string(bytes.TrimSpace(name)) != "postgres" {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join(filepath.Dir(c), "stat"))
-		i := bytes.LastIndexByte(stat, ')')
-		if err != nil || i < 0 {
-			continue
-		}
-		if f := strings.Fields(string(stat[i+1:])); len(f) >= 13 {
-			ut, _ := strconv.ParseInt(f[11], 10, 64)
-			st, _ := strconv.ParseInt(f[12], 10, 64)
-			u.postgres += time.Duration(ut+st) * time.Second / clockTicks
-		}
-	}
+	// Every postgres process's: the backends that serve the benchmark and
+	// the writers that flush for them.
+	u.postgres = proccpu.Named("postgres")
 	return u
 }
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc's times: 100 on
-// every Linux Go runs on.
-const clockTicks = 100
 
 // report reports the CPU used since u, per op of n; Redis's and
 // PostgreSQL's only if u read them (a client).

@@ -1,17 +1,14 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/proccpu"
 	"github.com/boxoffice/boxoffice/postgres"
 	"github.com/boxoffice/boxoffice/storetest"
 )
@@ -194,7 +191,7 @@ func benchBookings(b *testing.B, s *postgres.Store, size, pid int, write func(co
 	e := createEvent(b, s, max(1, (b.N+999)/1000), 1000, boxoffice.MaxTicketLimit)
 	seats := e.Seats()
 	ctx := context.Background()
-	before, cpuOK := processCPU(pid)
+	before, cpuOK := proccpu.Of(pid)
 	b.ResetTimer()
 	for i := 0; i < b.N; i += size {
 		nbs := make([]boxoffice.NewBooking, 0, size)
@@ -209,38 +206,9 @@ func benchBookings(b *testing.B, s *postgres.Store, size, pid int, write func(co
 		write(ctx, nbs)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "bookings/s")
-	if after, ok := processCPU(pid); cpuOK && ok {
+	if after, ok := proccpu.Of(pid); cpuOK && ok {
 		b.ReportMetric(float64((after-before).Microseconds())/float64(b.N), "pg-µs/booking")
 	}
-}
-
-// processCPU is the user and system CPU process pid has used, from
-// /proc/PID/stat (ok false for pid 0, or where /proc does not have it).
-func processCPU(pid int) (used time.Duration, ok bool) {
-	if pid == 0 {
-		return 0, false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// The fields after the command, which is in parentheses and may hold
-	// spaces: state is the first, utime and stime the 12th and 13th.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const userHZ = 100 // Linux's clock ticks a second for these fields, on every common architecture
-	return time.Duration(utime+stime) * time.Second / userHZ, true
 }
 
 // drainBatch is a batch of the request log (kafka.RequestLogConfig.MaxBatch).
