@@ -363,6 +363,19 @@ type QueueState interface {
 	Progress(ctx context.Context, eventID ID) (QueueProgress, error)
 }
 
+// EntriesFinisher is a QueueState that can finish a batch whose entries
+// the caller has just read (Entries) without reading them again: the drain
+// reads a batch's entries to skip its redeliveries, then decides the rest.
+type EntriesFinisher interface {
+	// FinishEntries is FinishMany for requests whose entries es (es[i] is
+	// rs[i]'s, as Entries returned it) were read before. A request with
+	// an entry is finished from it: the outcome's store checks again that
+	// the request is undecided, so an entry decided since is not decided
+	// twice. A request without one is read again (the cache may have been
+	// rebuilt since).
+	FinishEntries(ctx context.Context, rs []*QueuedRequest, es []*QueueEntry, os []QueueOutcome) (first []bool, err error)
+}
+
 // RequestLog is the durable queue the workers drain.
 type RequestLog interface {
 	// Append returns once every request is durable (acknowledged by all

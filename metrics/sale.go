@@ -505,6 +505,22 @@ func (q *queue) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoff
 
 func (q *queue) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, os []boxoffice.QueueOutcome) ([]bool, error) {
 	first, err := q.QueueState.FinishMany(ctx, rs, os)
+	return q.finished(rs, os, first, err)
+}
+
+// FinishEntries passes the entries on where the state takes them, and is
+// FinishMany where it does not.
+func (q *queue) FinishEntries(ctx context.Context, rs []*boxoffice.QueuedRequest, es []*boxoffice.QueueEntry, os []boxoffice.QueueOutcome) ([]bool, error) {
+	f, ok := q.QueueState.(boxoffice.EntriesFinisher)
+	if !ok {
+		return q.FinishMany(ctx, rs, os)
+	}
+	first, err := f.FinishEntries(ctx, rs, es, os)
+	return q.finished(rs, os, first, err)
+}
+
+// finished counts the outcomes of a batch that were decided at last.
+func (q *queue) finished(rs []*boxoffice.QueuedRequest, os []boxoffice.QueueOutcome, first []bool, err error) ([]bool, error) {
 	if err == nil {
 		for i, f := range first {
 			if f && i < len(os) && i < len(rs) {

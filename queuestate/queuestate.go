@@ -86,7 +86,10 @@ type State struct {
 	rebuilding bool
 }
 
-var _ boxoffice.QueueState = (*State)(nil)
+var (
+	_ boxoffice.QueueState      = (*State)(nil)
+	_ boxoffice.EntriesFinisher = (*State)(nil)
+)
 
 // New returns the state over cache, rebuilt from journal and log; leases
 // keeps two processes from rebuilding at once.
@@ -311,8 +314,22 @@ func (s *State) Finish(ctx context.Context, r *boxoffice.QueuedRequest, o boxoff
 // pipelined round trip), the journal written in one statement, the cache
 // finished in one more round trip.
 func (s *State) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, os []boxoffice.QueueOutcome) ([]bool, error) {
+	return s.FinishEntries(ctx, rs, nil, os)
+}
+
+// FinishEntries is FinishMany without the read of the entries es has (nil
+// es: none); see boxoffice.EntriesFinisher. An entry read before is as good
+// as a fresh one: one that was queued is finished in the cache only while
+// it still is (the finish script checks), and the journal keeps its first
+// outcome; one decided or waiting is left alone either way. Only a request
+// the read did not find is read again: the cache may have been rebuilt
+// with it since, and then it is finished there too.
+func (s *State) FinishEntries(ctx context.Context, rs []*boxoffice.QueuedRequest, es []*boxoffice.QueueEntry, os []boxoffice.QueueOutcome) ([]bool, error) {
 	if err := boxoffice.CheckOutcomes(rs, os); err != nil {
 		return nil, err
+	}
+	if es != nil && len(es) != len(rs) {
+		return nil, boxoffice.Errorf(boxoffice.EINVALID, "%d entries for %d requests", len(es), len(rs))
 	}
 	// Each request as the state knows it: in the cache; else on record
 	// (decided before: nothing to do); else unknown to a cache that is
@@ -320,7 +337,7 @@ func (s *State) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 	// or one past the cache's TTL), whose outcome goes on record all the
 	// same. While the cache may have lost requests this is the cold error,
 	// and the worker's batch comes again after the rebuild.
-	entries, err := s.Entries(ctx, rs)
+	entries, err := s.entriesBesides(ctx, rs, es)
 	if err != nil {
 		return nil, err
 	}
@@ -370,6 +387,35 @@ func (s *State) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 		first[of[k]] = done[j]
 	}
 	return first, nil
+}
+
+// entriesBesides returns rs's entries: es's, and those es lacks read now.
+func (s *State) entriesBesides(ctx context.Context, rs []*boxoffice.QueuedRequest, es []*boxoffice.QueueEntry) ([]*boxoffice.QueueEntry, error) {
+	if es == nil {
+		return s.Entries(ctx, rs)
+	}
+	var missing []int
+	for i, e := range es {
+		if e == nil {
+			missing = append(missing, i)
+		}
+	}
+	entries := slices.Clone(es)
+	if len(missing) == 0 {
+		return entries, nil
+	}
+	again := make([]*boxoffice.QueuedRequest, len(missing))
+	for j, i := range missing {
+		again[j] = rs[i]
+	}
+	read, err := s.Entries(ctx, again)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range missing {
+		entries[i] = read[j]
+	}
+	return entries, nil
 }
 
 func recordOf(r *boxoffice.QueuedRequest, o boxoffice.QueueOutcome) boxoffice.QueueRecord {

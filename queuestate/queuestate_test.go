@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -262,6 +264,94 @@ func TestWatchRebuildsAfterFailover(t *testing.T) {
 			t.Fatalf("Entry while rebuilding: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// FinishEntries finishes from entries read before, as the drain does with
+// its batch's: one decided since keeps its first outcome, one the read did
+// not find is read again, and the outcomes are on record even when Redis
+// lost everything between the read and the finish.
+func TestFinishEntries(t *testing.T) {
+	env := newEnv(t)
+	st, log := env.state(t, "finish-entries.requests")
+	ctx := t.Context()
+	ev := env.newID()
+	var rs []*boxoffice.QueuedRequest
+	for i := range 5 {
+		r := queuetest.Request(ev, fmt.Sprint("fan-", i), fmt.Sprint("A-A-", i+1))
+		admit(t, st, log, r, false)
+		rs = append(rs, r)
+	}
+	es, err := st.Entries(ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range es {
+		if e == nil || e.Status != boxoffice.QueueQueued {
+			t.Fatalf("entry %d: %+v", i, e)
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	held := boxoffice.QueueOutcome{Status: boxoffice.QueueHeld, BookingID: rs[0].ID, HeldUntil: now.Add(time.Minute), FinishedAt: now}
+	if first, err := st.Finish(ctx, rs[0], held); err != nil || !first {
+		t.Fatalf("Finish: %v %v", first, err)
+	}
+	refused := boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, FinishedAt: now}
+	outs := []boxoffice.QueueOutcome{refused, refused, refused, refused, refused}
+	if _, err := st.FinishEntries(ctx, rs, es[:2], outs); boxoffice.ErrorCode(err) != boxoffice.EINVALID {
+		t.Fatalf("FinishEntries with 2 entries for 5 requests: %v, want EINVALID", err)
+	}
+	stale := slices.Clone(es[:4])
+	stale[2] = nil // a read that did not find it
+	first, err := st.FinishEntries(ctx, rs[:4], stale, outs[:4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{false, true, true, true}; !slices.Equal(first, want) {
+		t.Errorf("first %v, want %v (the request decided since the read keeps its outcome)", first, want)
+	}
+	for i, want := range []boxoffice.QueueStatus{boxoffice.QueueHeld, boxoffice.QueueRejected, boxoffice.QueueRejected, boxoffice.QueueRejected} {
+		e, err := st.Entry(ctx, rs[i].ID)
+		if err != nil || e.Status != want {
+			t.Fatalf("request %d after FinishEntries: %+v %v, want %s", i, e, err, want)
+		}
+	}
+
+	// Redis restarts empty between the read and the finish: the outcome
+	// goes on record (or the call fails, and the batch comes again), and
+	// the rebuilt state has it.
+	last, err := st.Entries(ctx, rs[4:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.redis.Kill(t)
+	env.redis.Start(t)
+	// The client's connections to the old server fail once each (EOF),
+	// which is the lock store being away: the batch would come again.
+	for range 5 {
+		_, err = st.FinishEntries(ctx, rs[4:], last, outs[4:])
+		if err == nil || !strings.Contains(err.Error(), "EOF") {
+			break
+		}
+	}
+	if err != nil && !errors.Is(err, boxoffice.ErrQueueCold) {
+		t.Fatalf("FinishEntries after Redis restarted empty: %v, want done or cold", err)
+	}
+	t.Logf("FinishEntries after Redis restarted empty: %v", err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := st.Rebuild(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if e, err := st.Entry(ctx, rs[4].ID); err != nil || e.Status != boxoffice.QueueRejected || e.Reason != boxoffice.ESEATTAKEN {
+		t.Fatalf("the request finished across the restart: %+v %v, want rejected (%s)", e, err, boxoffice.ESEATTAKEN)
+	}
+	if e, err := st.Entry(ctx, rs[0].ID); err != nil || e.Status != boxoffice.QueueHeld || e.BookingID != rs[0].ID {
+		t.Fatalf("the request held before the restart: %+v %v", e, err)
 	}
 }
 

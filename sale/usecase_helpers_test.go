@@ -70,6 +70,8 @@ type harnessOptions struct {
 	avail Availability
 	// payments wraps the test gateway (nil: the gateway itself).
 	payments func(*testpay.Gateway) boxoffice.PaymentGateway
+	// queue wraps the queue's state (nil: the embedded one itself).
+	queue func(*sqlite.Queue) boxoffice.QueueState
 }
 
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, harnessOptions{}) }
@@ -96,9 +98,13 @@ func newHarnessWith(t *testing.T, o harnessOptions) *harness {
 	if o.payments != nil {
 		pay = o.payments(h.pay)
 	}
+	var queue boxoffice.QueueState = h.queue
+	if o.queue != nil {
+		queue = o.queue(h.queue)
+	}
 	h.svc = New(Deps{Store: store, Holds: h.holds, Leases: h.leases, Payments: pay, IDs: ids,
 		Now: clock.Now, Log: slog.New(slog.DiscardHandler),
-		Queue: h.queue, RequestLog: h.queue, Notifier: h.notifier, Availability: o.avail}, o.cfg)
+		Queue: queue, RequestLog: h.queue, Notifier: h.notifier, Availability: o.avail}, o.cfg)
 	return h
 }
 

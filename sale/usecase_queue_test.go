@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/layout"
+	"github.com/boxoffice/boxoffice/sqlite"
 )
 
 // queuedEvent creates an event that sells through the queue, open now.
@@ -455,5 +456,86 @@ func TestOpenerFinishesACrashedOpening(t *testing.T) {
 	}
 	if st := h.status(buyer("dan"), dan.RequestID); st.Status != boxoffice.QueueQueued || st.QueuePosition != 1 {
 		t.Errorf("after the next pass: %+v, want queued at position 1", st)
+	}
+}
+
+// entriesOnce is a queue state that takes the entries its caller read
+// (boxoffice.EntriesFinisher) and records what it was asked.
+type entriesOnce struct {
+	*sqlite.Queue
+	reads int                                    // Entries calls
+	read  map[boxoffice.ID]*boxoffice.QueueEntry // what they returned
+	given [][]*boxoffice.QueueEntry              // FinishEntries's es, call by call
+	ids   [][]boxoffice.ID                       // and its requests
+}
+
+func (q *entriesOnce) Entries(ctx context.Context, rs []*boxoffice.QueuedRequest) ([]*boxoffice.QueueEntry, error) {
+	es, err := q.Queue.Entries(ctx, rs)
+	q.reads++
+	for i, e := range es {
+		q.read[rs[i].ID] = e
+	}
+	return es, err
+}
+
+func (q *entriesOnce) FinishEntries(ctx context.Context, rs []*boxoffice.QueuedRequest, es []*boxoffice.QueueEntry, os []boxoffice.QueueOutcome) ([]bool, error) {
+	ids := make([]boxoffice.ID, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	q.given, q.ids = append(q.given, es), append(q.ids, ids)
+	return q.Queue.FinishMany(ctx, rs, os)
+}
+
+// The drain reads a batch's entries once: where the state takes them, the
+// outcomes are finished with the very entries the first read returned,
+// each beside its own request.
+func TestServeBatchReadsTheEntriesOnce(t *testing.T) {
+	rec := &entriesOnce{read: map[boxoffice.ID]*boxoffice.QueueEntry{}}
+	h := newHarnessWith(t, harnessOptions{queue: func(q *sqlite.Queue) boxoffice.QueueState {
+		rec.Queue = q
+		return rec
+	}})
+	ev := h.queuedEvent(1, 2)
+	var tickets []*QueueTicket
+	for i := range 5 {
+		tickets = append(tickets, h.enqueue(buyer(fmt.Sprint("u", i)),
+			ReserveRequest{EventID: ev.ID, SeatIDs: []string{fmt.Sprint("F-A-", i%2+1)}, IdempotencyKey: "k"}))
+	}
+	// The first is decided by an earlier delivery: the batch skips it.
+	if err := h.svc.ServeBatch(h.ctx, h.logged(tickets[0])); err != nil {
+		t.Fatal(err)
+	}
+	rec.reads, rec.given, rec.ids = 0, nil, nil
+	batch := h.logged(tickets...)
+	slices.Reverse(batch)
+	if err := h.svc.ServeBatch(h.ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if rec.reads != 1 || len(rec.given) != 1 {
+		t.Fatalf("the batch read its entries %d times and finished %d times, want once each", rec.reads, len(rec.given))
+	}
+	if len(rec.ids[0]) != 4 {
+		t.Fatalf("finished %d requests, want the 4 undecided", len(rec.ids[0]))
+	}
+	for i, id := range rec.ids[0] {
+		e := rec.given[0][i]
+		if id == tickets[0].RequestID {
+			t.Errorf("the request decided before was finished again")
+		}
+		if e == nil || e != rec.read[id] || e.Request.ID != id || e.Status != boxoffice.QueueQueued {
+			t.Errorf("request %s finished with entry %+v, want the queued one the batch read", id, e)
+		}
+	}
+	// And the outcomes are those of the drain: u1 gets F-A-2, the rest
+	// are refused.
+	for i, qt := range tickets[1:] {
+		want := boxoffice.QueueRejected
+		if i == 0 {
+			want = boxoffice.QueueHeld
+		}
+		if got := h.status(buyer(fmt.Sprint("u", i+1)), qt.RequestID); got.Status != want {
+			t.Errorf("u%d: %s, want %s", i+1, got.Status, want)
+		}
 	}
 }
