@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/kafka"
@@ -23,8 +25,9 @@ import (
 // 70,000-seat event, in three runs per shape:
 //
 //   - FrontDoor: no workers; 202s per second, the front door alone.
-//   - Drain: the same requests, then two workers start; requests served
-//     per second from a full queue (mostly winners: distinct seats).
+//   - Drain: the same requests, then two workers, in the log's consumer
+//     group since before the first request, start; requests served per
+//     second from a full queue (mostly winners: distinct seats).
 //   - SoldOut: as Drain, but every request wants one of 1,000 seats: the
 //     drain of a sold-out sale, 1,000 winners and refusals for the rest.
 //   - Sale: both at once, as at sale open; 202/s, drained/s over the whole
@@ -43,7 +46,7 @@ import (
 func BenchmarkQueue(b *testing.B) {
 	b.Run("Embedded", func(b *testing.B) {
 		for _, mode := range []string{"FrontDoor", "Drain", "SoldOut", "Sale"} {
-			b.Run(mode, func(b *testing.B) { runQueueBench(b, benchStack(b), nil, mode) })
+			b.Run(mode, func(b *testing.B) { runQueueBench(b, benchStack(b), nil, mode, nil) })
 		}
 	})
 	b.Run("Production", func(b *testing.B) {
@@ -70,13 +73,18 @@ func BenchmarkQueue(b *testing.B) {
 				s := NewStack(b, Parts{Store: store, Holds: redis.NewHolds(client, prefix), Leases: redis.NewLeases(client, prefix),
 					Queue: productionQueue(b, client, prefix, store, log, 1), Log: log,
 					Notifier: redis.NewNotifier(client, prefix), HoldTTL: 5 * time.Minute})
-				runQueueBench(b, s, client, mode)
+				runQueueBench(b, s, client, mode, func() { groupFormed(b, seeds, "g-"+topic, drainWorkers) })
 			})
 		}
 	})
 }
 
-func runQueueBench(b *testing.B, s *Stack, client rueidis.Client, mode string) {
+// drainWorkers is how many booking workers the benchmarks run.
+const drainWorkers = 2
+
+// runQueueBench runs one mode on s; formed, if set, waits until the
+// workers started before the requests have joined the request log's group.
+func runQueueBench(b *testing.B, s *Stack, client rueidis.Client, mode string, formed func()) {
 	// The seed's arena: 70,000 seats.
 	var secs []section
 	for i := range 35 {
@@ -98,8 +106,15 @@ func runQueueBench(b *testing.B, s *Stack, client rueidis.Client, mode string) {
 	ids := make([]boxoffice.ID, b.N)
 	took := make([]float64, b.N) // each request's round trip, ms
 	hc := benchClient()
-	if mode == "Sale" {
-		s.StartWorkers(b, 2)
+	open := make(chan struct{}) // the drain's start
+	switch mode {
+	case "Sale":
+		s.StartWorkers(b, drainWorkers)
+	case "Drain", "SoldOut":
+		s.StartWorkersGated(b, drainWorkers, open)
+		if formed != nil {
+			formed()
+		}
 	}
 	var seq atomic.Int64
 	start := time.Now()
@@ -141,7 +156,7 @@ func runQueueBench(b *testing.B, s *Stack, client rueidis.Client, mode string) {
 	if mode == "Drain" || mode == "SoldOut" {
 		cpu = readCPU(client)
 		start = time.Now()
-		s.StartWorkers(b, 2)
+		close(open)
 	} else {
 		b.ReportMetric(float64(b.N)/admitted.Seconds(), "202/s")
 	}
@@ -174,6 +189,38 @@ func runQueueBench(b *testing.B, s *Stack, client rueidis.Client, mode string) {
 	slices.Sort(lat)
 	b.ReportMetric(lat[len(lat)/2], "p50-ms")
 	b.ReportMetric(lat[len(lat)*99/100], "p99-ms")
+}
+
+// groupFormed waits until the consumer group has n members, each with
+// partitions, and is stable: no rebalance is left to hold up the drain.
+func groupFormed(b *testing.B, seeds []string, group string, n int) {
+	b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		gs, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		g := gs[group]
+		assigned := 0
+		for _, m := range g.Members {
+			if c, ok := m.Assigned.AsConsumer(); ok && len(c.Topics) > 0 {
+				assigned++
+			}
+		}
+		if g.State == "Stable" && len(g.Members) == n && assigned == n {
+			return
+		}
+		last = fmt.Sprintf("%s, %d members, %d with partitions", g.State, len(g.Members), assigned)
+	}
+	b.Fatalf("the workers' group did not form: %s", last)
 }
 
 func decodeBody(b *testing.B, resp *http.Response, want int, v any) {

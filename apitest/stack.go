@@ -216,11 +216,36 @@ func NewStack(t testing.TB, p Parts) *Stack {
 // by the returned func or at the end of the test.
 func (s *Stack) StartWorkers(t testing.TB, n int) (stop func()) {
 	t.Helper()
+	return s.startWorkers(t, n, s.Service.RunWorker)
+}
+
+// StartWorkersGated starts n booking workers that hold their first batch
+// until open is closed: they join the log's consumer group before the
+// requests arrive, and the drain is timed from open, as in a deployment
+// whose workers run all along. (Workers started after the requests are in
+// the log drain one at a time until the group has rebalanced: the first
+// member takes every partition, and the second waits for its next
+// heartbeat, about a second on the kafka-fake broker.)
+func (s *Stack) StartWorkersGated(t testing.TB, n int, open <-chan struct{}) (stop func()) {
+	t.Helper()
+	return s.startWorkers(t, n, func(ctx context.Context) error {
+		return s.Log.Consume(ctx, func(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
+			select {
+			case <-open:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return s.Service.ServeBatch(ctx, batch)
+		})
+	})
+}
+
+func (s *Stack) startWorkers(t testing.TB, n int, run func(ctx context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			if err := s.Service.RunWorker(ctx); err != nil {
+			if err := run(ctx); err != nil {
 				t.Errorf("worker: %v", err)
 			}
 		})
