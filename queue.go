@@ -451,6 +451,15 @@ func AdmitOne(ctx context.Context, q interface {
 	return out[0].Entry, out[0].Replay, out[0].Err
 }
 
+// FinishWithEntries is q's FinishEntries where q takes entries read before
+// (EntriesFinisher), and its FinishMany where it does not.
+func FinishWithEntries(ctx context.Context, q QueueState, rs []*QueuedRequest, es []*QueueEntry, os []QueueOutcome) ([]bool, error) {
+	if f, ok := q.(EntriesFinisher); ok {
+		return f.FinishEntries(ctx, rs, es, os)
+	}
+	return q.FinishMany(ctx, rs, os)
+}
+
 // FinishOne is Finish as a FinishMany of one request.
 func FinishOne(ctx context.Context, q interface {
 	FinishMany(ctx context.Context, rs []*QueuedRequest, os []QueueOutcome) ([]bool, error)

@@ -511,11 +511,7 @@ func (q *queue) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 // FinishEntries passes the entries on where the state takes them, and is
 // FinishMany where it does not.
 func (q *queue) FinishEntries(ctx context.Context, rs []*boxoffice.QueuedRequest, es []*boxoffice.QueueEntry, os []boxoffice.QueueOutcome) ([]bool, error) {
-	f, ok := q.QueueState.(boxoffice.EntriesFinisher)
-	if !ok {
-		return q.FinishMany(ctx, rs, os)
-	}
-	first, err := f.FinishEntries(ctx, rs, es, os)
+	first, err := boxoffice.FinishWithEntries(ctx, q.QueueState, rs, es, os)
 	return q.finished(rs, os, first, err)
 }
 

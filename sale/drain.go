@@ -437,13 +437,7 @@ func (s *Queue) finishQueued(ctx context.Context, ps []*queued) error {
 	// The entries undecided read are not read again where the state can
 	// take them: a request's entry and the script that finishes it cost
 	// Redis an HMGET each (stop 47: three a decision in all).
-	var firsts []bool
-	var err error
-	if f, ok := s.queue.(boxoffice.EntriesFinisher); ok {
-		firsts, err = f.FinishEntries(ctx, rs, es, outs)
-	} else {
-		firsts, err = s.queue.FinishMany(ctx, rs, outs)
-	}
+	firsts, err := boxoffice.FinishWithEntries(ctx, s.queue, rs, es, outs)
 	if err != nil {
 		return err
 	}
