@@ -373,6 +373,9 @@ func testCrashMidBatch(t *testing.T, drop bool) {
 	}()
 	sl.buyAll(20, 40)
 	waitFor(t, sl, restarted, 30*time.Second)
+	// As in the two-relays test: the last batch reaches the broker before
+	// the relay marks it, and stopping in between would leave it pending.
+	waitMarked(t, s, 30*time.Second)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
