@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"regexp"
@@ -119,12 +120,22 @@ func startServerEnv(t *testing.T, dataDir string, env []string, extra ...string)
 
 func (s *server) call(t *testing.T, method, path, token string, body any, headers ...string) (int, []byte) {
 	t.Helper()
+	st, b, err := s.send(context.Background(), method, path, token, body, headers...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return st, b
+}
+
+// send is call for any goroutine: it returns the transport's error
+// instead of failing the test, and its request carries ctx (a trace).
+func (s *server) send(ctx context.Context, method, path, token string, body any, headers ...string) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, s.base+path, rd)
+	req, _ := http.NewRequestWithContext(ctx, method, s.base+path, rd)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -133,11 +144,11 @@ func (s *server) call(t *testing.T, method, path, token string, body any, header
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return resp.StatusCode, b, nil
 }
 
 // TestKillNineLosesNoConfirmedBooking confirms bookings, kills the server
@@ -229,12 +240,27 @@ func TestSIGTERMDrainsAndExitsCleanly(t *testing.T) {
 		BookingID string `json:"booking_id"`
 	}
 	_ = json.Unmarshal(b, &r)
+	// SIGTERM goes once the confirm is on the wire, and a moment more: a
+	// fixed pause alone, on a loaded machine, could signal before the
+	// connection is made, and the closed listener would refuse it.
+	wrote := make(chan struct{})
+	trace := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) },
+	})
 	result := make(chan int, 1)
 	go func() {
-		st, _ := s.call(t, "POST", "/bookings/"+r.BookingID+"/confirm", s.customer, map[string]any{"payment_token": "tok_slow"}, "Idempotency-Key", "c")
+		st, _, err := s.send(trace, "POST", "/bookings/"+r.BookingID+"/confirm", s.customer, map[string]any{"payment_token": "tok_slow"}, "Idempotency-Key", "c")
+		if err != nil {
+			t.Errorf("confirm: %v", err)
+		}
 		result <- st
 	}()
-	time.Sleep(300 * time.Millisecond) // let the confirm reach the gateway
+	select {
+	case <-wrote:
+	case st := <-result:
+		t.Fatalf("the confirm ended before it was sent: %d", st)
+	}
+	time.Sleep(200 * time.Millisecond) // let the confirm reach the gateway (it takes 1 s there)
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
