@@ -140,13 +140,8 @@ func (s *Store) createBooking(ctx context.Context, nb boxoffice.NewBooking) erro
 		} else if tag.RowsAffected() == 0 {
 			return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %s not found", b.EventID)
 		}
-		if nb.Idempotency != nil {
-			if _, err := br.Exec(); err != nil {
-				if pgCode(err) == codeUniqueViolation {
-					return errIdemInFlight
-				}
-				return err
-			}
+		if err := idempotencyResult(br, nb.Idempotency); err != nil {
+			return err
 		}
 		if checkOffer != nil {
 			if err := checkOffer(br); err != nil {
@@ -481,13 +476,8 @@ func (s *Store) confirmOne(ctx context.Context, c boxoffice.ConfirmBooking) (*bo
 				return err
 			}
 		}
-		if c.Idempotency != nil {
-			if _, err := br.Exec(); err != nil {
-				if pgCode(err) == codeUniqueViolation {
-					return errIdemInFlight
-				}
-				return err
-			}
+		if err := idempotencyResult(br, c.Idempotency); err != nil {
+			return err
 		}
 		if err := br.Close(); err != nil {
 			return err

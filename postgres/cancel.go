@@ -115,13 +115,8 @@ func (s *Store) CancelBooking(ctx context.Context, c boxoffice.CancelBooking) (*
 		if _, err := wr.Exec(); err != nil { // the return
 			return err
 		}
-		if c.Idempotency != nil {
-			if _, err := wr.Exec(); err != nil {
-				if pgCode(err) == codeUniqueViolation {
-					return errIdemInFlight
-				}
-				return err
-			}
+		if err := idempotencyResult(wr, c.Idempotency); err != nil {
+			return err
 		}
 		if err := wr.Close(); err != nil {
 			return err

@@ -120,6 +120,22 @@ func queueIdempotency(b *pgx.Batch, r *boxoffice.IdempotencyRecord) {
 	rows.queue(b)
 }
 
+// idempotencyResult reads the result of the insert queueIdempotency queued
+// for r, where it stands in br; a nil r queued nothing and reads nothing.
+// The key recorded already is errIdemInFlight.
+func idempotencyResult(br pgx.BatchResults, r *boxoffice.IdempotencyRecord) error {
+	if r == nil {
+		return nil
+	}
+	if _, err := br.Exec(); err != nil {
+		if pgCode(err) == codeUniqueViolation {
+			return errIdemInFlight
+		}
+		return err
+	}
+	return nil
+}
+
 // idempotencyRows gathers records as columns, for one multi-row insert: a
 // group commit's records, or queueIdempotency's one.
 type idempotencyRows struct {

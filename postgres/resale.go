@@ -58,13 +58,8 @@ func (s *Store) CreateListing(ctx context.Context, l *boxoffice.Listing, idem *b
 		case err != nil:
 			return err
 		}
-		if idem != nil {
-			if _, err := br.Exec(); err != nil {
-				if pgCode(err) == codeUniqueViolation {
-					return errIdemInFlight
-				}
-				return err
-			}
+		if err := idempotencyResult(br, idem); err != nil {
+			return err
 		}
 		if err := br.QueryRow().Scan(&listed); err != nil {
 			return err

@@ -42,13 +42,8 @@ func (s *Store) JoinWaitlist(ctx context.Context, e *boxoffice.WaitlistEntry, id
 		if !exists {
 			return boxoffice.Errorf(boxoffice.ENOTFOUND, "event %s not found", e.EventID)
 		}
-		if idem != nil {
-			if _, err := br.Exec(); err != nil {
-				if pgCode(err) == codeUniqueViolation {
-					return errIdemInFlight
-				}
-				return err
-			}
+		if err := idempotencyResult(br, idem); err != nil {
+			return err
 		}
 		if _, err := br.Exec(); err != nil {
 			if pgCode(err) == codeUniqueViolation {
