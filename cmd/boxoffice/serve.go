@@ -64,16 +64,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	stopMetrics, err := serveMetrics(c, n, stdout)
+	stopAsides, err := serveAsides(c, n, stdout)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
-	stopProfiles, err := serveProfiles(c, stdout)
-	if err != nil {
-		return err
-	}
-	defer stopProfiles()
+	defer stopAsides()
 	base := "http://" + ln.Addr().String()
 	// Sign-in tokens are printed for the embedded default on this machine
 	// alone: a server on a shared store or a public address logs its
@@ -82,6 +77,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	err = n.Serve(ctx, ln, 20*time.Second)
 	log.Info("stopped")
 	return err
+}
+
+// serveAsides starts the listeners beside the API that serve and worker
+// both have (serveMetrics, serveProfiles); stop closes them.
+func serveAsides(c config, n *node.Node, stdout io.Writer) (stop func(), err error) {
+	stopMetrics, err := serveMetrics(c, n, stdout)
+	if err != nil {
+		return nil, err
+	}
+	stopProfiles, err := serveProfiles(c, stdout)
+	if err != nil {
+		stopMetrics()
+		return nil, err
+	}
+	return func() { stopProfiles(); stopMetrics() }, nil
 }
 
 // serveMetrics serves the node's /metrics on --metrics-addr alone, if
@@ -224,16 +234,11 @@ func runPart(ctx context.Context, name string, args []string, getenv func(string
 		return err
 	}
 	defer n.Close()
-	stopMetrics, err := serveMetrics(c, n, stdout)
+	stopAsides, err := serveAsides(c, n, stdout)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
-	stopProfiles, err := serveProfiles(c, stdout)
-	if err != nil {
-		return err
-	}
-	defer stopProfiles()
+	defer stopAsides()
 	if o.Workers > 0 && n.Parts().Queue == nil {
 		return errors.New("no queue in this configuration: give --kafka (with --redis) or use the embedded store")
 	}
