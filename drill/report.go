@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/boxoffice/boxoffice/internal/numfmt"
 )
 
 // QueueSeries is the queue per second: its depth at the end of each
@@ -260,22 +262,7 @@ func tally(w io.Writer, what string, m map[string]int) {
 }
 
 // num formats an integer with thousands separators.
-func num(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func num(n int) string { return numfmt.Thousands(n) }
 
 func ratio(x, ceiling float64) string {
 	if ceiling <= 0 {

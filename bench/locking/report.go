@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/boxoffice/boxoffice/internal/numfmt"
 )
 
 // Markdown writes the report as markdown tables.
@@ -100,22 +102,7 @@ func ratio(v, ceiling float64) string {
 }
 
 // commas formats n with thousands separators: 70000 → 70,000.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func commas(n int64) string { return numfmt.Thousands(n) }
 
 func fmtDur(d time.Duration) string {
 	switch {
