@@ -114,14 +114,16 @@ func BenchmarkConfirmBooking(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
 
-// freshAdmissions is n admissions of fresh users to event ev, ids and
-// users numbered from next.
+// freshAdmissions is n admissions of fresh users to event ev, ids numbered
+// from next. The users' ids come in no order, as real subjects do, so that
+// each lands in its own place of the indexes keyed by user.
 func freshAdmissions(ev boxoffice.ID, seats []boxoffice.Seat, next *atomic.Int64, n int, preQueue bool) []boxoffice.Admission {
 	as := make([]boxoffice.Admission, n)
 	for i := range as {
 		k := next.Add(1)
+		user := uint32(k * 2654435761) // Knuth's multiplicative hash: one user per k
 		as[i] = boxoffice.Admission{MaxLive: 1, PreQueue: preQueue, Request: &boxoffice.QueuedRequest{
-			ID: boxoffice.ID(1_000_000 + k), EventID: ev, UserID: fmt.Sprint("user-", k), IdempotencyKey: "k",
+			ID: boxoffice.ID(1_000_000 + k), EventID: ev, UserID: fmt.Sprint("user-", user), IdempotencyKey: "k",
 			RequestHash: "h", SeatIDs: []string{seats[int(k)%len(seats)].ID}, EnqueuedAt: benchNow,
 		}}
 	}

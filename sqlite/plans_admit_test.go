@@ -18,7 +18,7 @@ func TestAdmissionStatementsProbeTheirRows(t *testing.T) {
 	s := openStore(t)
 	want := map[string]struct{ sql, index string }{
 		"keys":     {admitKeysSQL, "sqlite_autoindex_queue_requests_1"},
-		"live":     {admitLiveSQL, "queue_requests_live"},
+		"live":     {admitLiveSQL, "sqlite_autoindex_queue_requests_1"},
 		"counters": {admitCountersSQL, "INTEGER PRIMARY KEY"},
 		"log":      {nextLogSeqSQL, "queue_requests_log"},
 	}

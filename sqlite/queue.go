@@ -140,9 +140,10 @@ const (
 	// admitKeysSQL reads the requests of [[user, key], ...].
 	admitKeysSQL = `SELECT ` + queueColumns + ` FROM queue_requests
 		WHERE (user_id, idempotency_key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`
-	// admitLiveSQL counts the live entries of [[event, user], ...].
+	// admitLiveSQL counts the live entries of [user, ...] by event, through
+	// the key index (migration 0012); the caller keeps its events' counts.
 	admitLiveSQL = `SELECT event_id, user_id, count(*) FROM queue_requests
-		WHERE (event_id, user_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))
+		WHERE user_id IN (SELECT value FROM json_each(?))
 		  AND status IN ('waiting', 'queued')
 		GROUP BY event_id, user_id`
 	// admitCountersSQL reads the counters of [event, ...].
@@ -177,13 +178,13 @@ func admitBatch(ctx context.Context, tx *txn, as []boxoffice.Admission, encoded 
 		user  string
 	}
 	keys := make([][2]string, len(as))
-	lives := make([][2]any, len(as))
+	users := make([]string, len(as))
 	events := make([]boxoffice.ID, 0, 1)
 	counters := map[boxoffice.ID]*queueCounters{}
 	for i, a := range as {
 		r := a.Request
 		keys[i] = [2]string{r.UserID, r.IdempotencyKey}
-		lives[i] = [2]any{int64(r.EventID), r.UserID}
+		users[i] = r.UserID
 		if counters[r.EventID] == nil {
 			counters[r.EventID] = &queueCounters{}
 			events = append(events, r.EventID)
@@ -203,7 +204,7 @@ func admitBatch(ctx context.Context, tx *txn, as []boxoffice.Admission, encoded 
 		byKey[userKey{e.Request.UserID, e.Request.IdempotencyKey}] = e
 	}
 	live := make(map[eventUser]int, len(as))
-	rows, err = tx.QueryContext(ctx, admitLiveSQL, mustJSON(lives))
+	rows, err = tx.QueryContext(ctx, admitLiveSQL, mustJSON(users))
 	if err != nil {
 		return nil, err
 	}
