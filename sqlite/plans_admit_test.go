@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,7 +11,8 @@ import (
 )
 
 // The front door's batch statements (AdmitMany) probe the rows their JSON
-// array names through an index, never scan queue_requests or
+// array names through an index, and the consumers read the log through
+// its index of queued requests; none scans queue_requests or
 // queue_events: checked on an empty file and after ANALYZE with many
 // requests of many users, where the planner has statistics to be tempted
 // by.
@@ -21,11 +23,15 @@ func TestAdmissionStatementsProbeTheirRows(t *testing.T) {
 		"live":     {admitLiveSQL, "sqlite_autoindex_queue_requests_1"},
 		"counters": {admitCountersSQL, "INTEGER PRIMARY KEY"},
 		"log":      {nextLogSeqSQL, "queue_requests_log"},
+		"consume":  {nextSQL, "queue_requests_todo"},
 	}
 	check := func(when string) {
 		for name, w := range want {
 			var args []any
-			if strings.Contains(w.sql, "?") {
+			switch {
+			case w.sql == nextSQL:
+				args = append(args, 0, math.MaxInt64, 256)
+			case strings.Contains(w.sql, "?"):
 				args = append(args, "[]")
 			}
 			checkProbes(t, s, when+", "+name, w.index, w.sql, args...)

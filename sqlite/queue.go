@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -24,6 +25,13 @@ type Queue struct {
 	PollInterval time.Duration
 	// BatchSize bounds a batch handed to Consume's handler; default 256.
 	BatchSize int
+
+	// taken is the log_seq up to which this process's consumers have taken
+	// the log: each Consume takes the batch after it, so that two workers
+	// decide different requests instead of reading the same ones and
+	// waiting on each other's leases.
+	mu    sync.Mutex
+	taken int64
 }
 
 var (
@@ -614,6 +622,13 @@ func (q *Queue) Append(ctx context.Context, rs ...*boxoffice.QueuedRequest) erro
 // handler finished are not (they are no longer queued). After a restart it
 // starts from the oldest request still queued, so a crash mid-batch loses
 // nothing.
+//
+// The consumers of one process share the log as a Kafka group shares
+// partitions: each takes the next batch after the ones already taken, and
+// keeps it until it is handled, so two workers decide two batches at once
+// (one's holds and reads beside the other's writes). Across the two the
+// queue order holds to within a batch, as across partitions in
+// production (architecture.md, "Partitioning and fairness").
 func (q *Queue) Consume(ctx context.Context, handle func(ctx context.Context, batch []*boxoffice.QueuedRequest) error) error {
 	poll := q.PollInterval
 	if poll <= 0 {
@@ -623,22 +638,20 @@ func (q *Queue) Consume(ctx context.Context, handle func(ctx context.Context, ba
 	if size <= 0 {
 		size = 256
 	}
-	var after int64 // log_seq of the last request handled
 	backoff := poll
 	for ctx.Err() == nil {
-		batch, last, err := q.next(ctx, after, size)
+		from, batch, last, err := q.take(ctx, size)
 		if err == nil && len(batch) > 0 {
-			if err = handle(ctx, batch); err == nil {
-				after, backoff = last, poll
-				continue
+			if len(batch) == size {
+				q.poke() // there may be more: wake another idle consumer
 			}
-		}
-		if ctx.Err() != nil {
-			break
+			q.serve(ctx, from, last, size, batch, handle, poll)
+			backoff = poll
+			continue
 		}
 		wait := poll
 		if err != nil {
-			// A failing store or handler: retry the same batch, slower.
+			// A failing store: look again, slower.
 			wait, backoff = backoff, min(2*backoff, 5*time.Second)
 		}
 		select {
@@ -650,9 +663,55 @@ func (q *Queue) Consume(ctx context.Context, handle func(ctx context.Context, ba
 	return nil
 }
 
-func (q *Queue) next(ctx context.Context, after int64, n int) ([]*boxoffice.QueuedRequest, int64, error) {
-	rows, err := q.s.query(ctx, `SELECT `+queueColumns+`, log_seq FROM queue_requests
-		WHERE status = 'queued' AND log_seq > ? ORDER BY log_seq LIMIT ?`, after, n)
+// take gives this consumer the batch after the ones the process's
+// consumers have taken: the requests in (from, last].
+func (q *Queue) take(ctx context.Context, size int) (from int64, batch []*boxoffice.QueuedRequest, last int64, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	from = q.taken
+	batch, last, err = q.next(ctx, from, math.MaxInt64, size)
+	if err == nil && len(batch) > 0 {
+		q.taken = last
+	}
+	return from, batch, last, err
+}
+
+// serve hands a taken batch to handle until it is handled; after a
+// failure, slower each time, what is still queued of it. A consumer that
+// stops first gives its batch back, for the others to take.
+func (q *Queue) serve(ctx context.Context, from, last int64, size int, batch []*boxoffice.QueuedRequest, handle func(ctx context.Context, batch []*boxoffice.QueuedRequest) error, poll time.Duration) {
+	backoff := poll
+	for {
+		var err error
+		if len(batch) > 0 {
+			err = handle(ctx, batch)
+			if err == nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			q.mu.Lock()
+			q.taken = min(q.taken, from)
+			q.mu.Unlock()
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		batch, _, err = q.next(ctx, from, last, size)
+		if err == nil && len(batch) == 0 {
+			return // all decided meanwhile
+		}
+	}
+}
+
+// nextSQL reads queued requests in log order through queue_requests_todo.
+const nextSQL = `SELECT ` + queueColumns + `, log_seq FROM queue_requests
+	WHERE status = 'queued' AND log_seq > ? AND log_seq <= ? ORDER BY log_seq LIMIT ?`
+
+// next reads up to n queued requests in (after, upTo].
+func (q *Queue) next(ctx context.Context, after, upTo int64, n int) ([]*boxoffice.QueuedRequest, int64, error) {
+	rows, err := q.s.query(ctx, nextSQL, after, upTo, n)
 	if err != nil {
 		return nil, 0, translate(err, "database")
 	}
