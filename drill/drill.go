@@ -212,7 +212,7 @@ type runner struct {
 
 	arrivals, sent, admitted, refused, polls, confirmed, reads200, reads304 *series
 	to202, sendLag, service, confirmTime, pollLag                           samples
-	reserveService, confirmService                                          samples
+	reserveService, pollService, confirmService                             samples
 	answers, outcomes, confirms, ends, pollErrors                           counter
 	retries, noEstimate                                                     atomic.Int64
 
@@ -242,6 +242,8 @@ func newRunner(cfg Config, t Target) *runner {
 			r.service.add(d)
 			if path == "/bookings/reserve" {
 				r.reserveService.add(d)
+			} else if strings.HasPrefix(path, "/queue/") {
+				r.pollService.add(d)
 			} else if strings.HasSuffix(path, "/confirm") {
 				r.confirmService.add(d)
 			}

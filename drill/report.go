@@ -148,6 +148,7 @@ func WriteReport(w io.Writer, r *Result, chart string) {
 	p("| of which waiting for a connection of the load generator, p50 / p95 / p99 | %s | |\n", pcts(r.SendLag))
 	p("| one attempt's round trip, p50 / p95 / p99 | %s | |\n", pcts(r.Service))
 	p("| of them a reserve's, p50 / p95 / p99 | %s | |\n", pcts(r.ReserveService))
+	p("| of them a poll's, p50 / p95 / p99 | %s | |\n", pcts(r.PollService))
 	p("| of them a confirm's, p50 / p95 / p99 | %s | |\n", pcts(r.ConfirmService))
 	p("| requests admitted (of them in the waiting room before the opening) | %s (%s) | |\n", num(r.Requests), num(r.Prequeued))
 	p("| retries with the same idempotency key | %s | |\n\n", num(int(r.Retries)))

@@ -56,8 +56,8 @@ type Result struct {
 
 	// Latencies in seconds, sorted. To202 is from the click to the 202
 	// (retries and the load generator's own backlog included); Service one
-	// attempt's round trip (ReserveService and ConfirmService: of those
-	// two kinds alone); SendLag the click to the first attempt's send,
+	// attempt's round trip (ReserveService, PollService and
+	// ConfirmService: of those kinds alone); SendLag the click to the first attempt's send,
 	// the wait for one of the load generator's connections; ToOutcome from the click (or the opening, for
 	// those who clicked before it) to the outcome recorded in the queue
 	// state; Learned to the poll that brought it; Push from the outcome to
@@ -66,7 +66,7 @@ type Result struct {
 	// PollLag how late a poll went out, past the time its page meant to
 	// ask (the --poll-rate budget, or a load generator behind).
 	To202, SendLag, Service, ToOutcome, Learned, Push, ConfirmTime, PollLag []float64
-	ReserveService, ConfirmService                                          []float64
+	ReserveService, PollService, ConfirmService                             []float64
 
 	Wait       WaitAccuracy
 	WaitPoints []WaitPoint // a sample for the chart
@@ -143,7 +143,7 @@ func (r *runner) results(res *Result) {
 		res.Ends["still under way when the load stopped (--duration), or never arrived"] = cut
 	}
 	res.To202, res.SendLag, res.Service, res.ConfirmTime, res.PollLag = r.to202.sorted(), r.sendLag.sorted(), r.service.sorted(), r.confirmTime.sorted(), r.pollLag.sorted()
-	res.ReserveService, res.ConfirmService = r.reserveService.sorted(), r.confirmService.sorted()
+	res.ReserveService, res.PollService, res.ConfirmService = r.reserveService.sorted(), r.pollService.sorted(), r.confirmService.sorted()
 
 	var toOutcome, learned, push []float64
 	var points []WaitPoint
