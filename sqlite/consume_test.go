@@ -28,18 +28,12 @@ func newSharedLog(t *testing.T, n int) *sharedLog {
 	s := open(t, filepath.Join(t.TempDir(), "boxoffice.db"))
 	q := s.Queue()
 	q.PollInterval, q.BatchSize = 5*time.Millisecond, 8
-	now := time.Now().UTC().Truncate(time.Second)
-	e := &boxoffice.Event{ID: boxoffice.ID(5000 + eventSeq.Add(1)), Name: "Q", Venue: "V", SaleMode: boxoffice.SaleQueued,
-		StartsAt: now.Add(24 * time.Hour), SaleOpensAt: now, TicketLimit: 8, CreatedAt: now,
-		Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", PriceCents: 100, Rows: 1, SeatsPerRow: 5}}}
-	if err := s.CreateEvent(t.Context(), e); err != nil {
-		t.Fatal(err)
-	}
+	ev, now := queuedEvent(t, s), time.Now().UTC()
 	l := &sharedLog{q: q, handed: map[boxoffice.ID][]string{}}
 	as := make([]boxoffice.Admission, n)
 	for i := range as {
 		id := boxoffice.ID(9_000_000 + eventSeq.Add(1))
-		as[i] = boxoffice.Admission{MaxLive: 1, Request: &boxoffice.QueuedRequest{ID: id, EventID: e.ID,
+		as[i] = boxoffice.Admission{MaxLive: 1, Request: &boxoffice.QueuedRequest{ID: id, EventID: ev,
 			UserID: fmt.Sprint("user-", i), IdempotencyKey: "k", RequestHash: "h", SeatIDs: []string{"A-A-1"}, EnqueuedAt: now}}
 		l.ids = append(l.ids, id)
 	}
