@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice/internal/jsonappend"
@@ -469,4 +470,58 @@ func FinishOne(ctx context.Context, q interface {
 		return false, err
 	}
 	return first[0], nil
+}
+
+// HoldTurn keeps the queue order across batches that one log hands to
+// several consumers at once (the embedded log's workers): a batch's holds
+// wait until the batch before it has done its own, so an earlier position
+// still gets the seat first, while the batches' reads and writes overlap.
+// A log whose consumers never overlap on an event's requests passes none;
+// its methods on nil do nothing.
+type HoldTurn struct {
+	prev <-chan struct{} // closed when the batch before has held
+	done chan struct{}
+	once sync.Once
+}
+
+// NextHoldTurn returns the turn after the one whose Done closes prev (nil:
+// the first), and the channel its own Done closes.
+func NextHoldTurn(prev <-chan struct{}) (*HoldTurn, <-chan struct{}) {
+	t := &HoldTurn{prev: prev, done: make(chan struct{})}
+	return t, t.done
+}
+
+// Wait returns when the batch before has held, or with ctx's error.
+func (t *HoldTurn) Wait(ctx context.Context) error {
+	if t == nil || t.prev == nil {
+		return nil
+	}
+	select {
+	case <-t.prev:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done lets the next batch hold. Safe to call more than once; every
+// batch handed a turn must call it, held or not, or the next waits for its
+// context.
+func (t *HoldTurn) Done() {
+	if t != nil {
+		t.once.Do(func() { close(t.done) })
+	}
+}
+
+type holdTurnKey struct{}
+
+// WithHoldTurn returns ctx carrying t, for the handler of a batch.
+func WithHoldTurn(ctx context.Context, t *HoldTurn) context.Context {
+	return context.WithValue(ctx, holdTurnKey{}, t)
+}
+
+// HoldTurnOf returns the turn ctx carries, or nil.
+func HoldTurnOf(ctx context.Context) *HoldTurn {
+	t, _ := ctx.Value(holdTurnKey{}).(*HoldTurn)
+	return t
 }

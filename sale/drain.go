@@ -28,7 +28,8 @@ import (
 //  3. the holds, in queue order, each all-or-nothing: one script call per
 //     lock-store slot for the whole batch (Holds.AcquireMany); a
 //     best-available request is held on its own at its place in the order,
-//     since its seats are picked when it runs;
+//     since its seats are picked when it runs; when the log hands out
+//     batches in parallel, after the batch before has held (its HoldTurn);
 //  4. the winners' bookings, seats, idempotency records and outbox rows
 //     in one transaction (Store.CreateBookings); a refused seat costs no
 //     database work;
@@ -43,6 +44,7 @@ import (
 // its own booking (its id), so a second delivery re-takes its own seats
 // and finds its booking by its idempotency record.
 func (s *Queue) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
+	defer boxoffice.HoldTurnOf(ctx).Done() // held or not, the next batch's turn
 	rs := drainOrder(batch)
 	for attempt := 0; ; attempt++ {
 		// A request whose lease another worker holds (two workers handed
@@ -87,7 +89,14 @@ func (s *Queue) serveOnce(ctx context.Context, rs []*boxoffice.QueuedRequest) (i
 	s.soldOutQueued(ctx, ps) // after the replay: a request booked before keeps its booking
 	spans.step("boxoffice.queue.check", t)
 	t = time.Now()
+	// After the batch before this one has held, where the log hands out
+	// batches in parallel (boxoffice.HoldTurn): the queue order across them.
+	turn := boxoffice.HoldTurnOf(ctx)
+	if err := turn.Wait(ctx); err != nil {
+		return nil, err
+	}
 	s.holdQueued(ctx, ps)
+	turn.Done()
 	spans.step("boxoffice.holds.acquire_many", t)
 	t = time.Now()
 	s.bookQueued(ctx, ps)

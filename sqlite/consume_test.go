@@ -208,3 +208,59 @@ func TestAConsumerThatStopsGivesItsBatchBack(t *testing.T) {
 		}
 	}
 }
+
+// Two consumers hold in the queue's order: the second batch's holds wait
+// for the first's, however long the first takes to get there, while the
+// rest of the two batches' work overlaps.
+func TestConsumersHoldInTheQueueOrder(t *testing.T) {
+	l := newSharedLog(t, 64)
+	first := l.ids[0]
+	var (
+		mu    sync.Mutex
+		order []int64 // each batch's first position, in the order they held
+	)
+	handler := func(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
+		if batch[0].ID == first {
+			time.Sleep(50 * time.Millisecond) // a slow read before the holds
+		}
+		turn := boxoffice.HoldTurnOf(ctx)
+		if turn == nil {
+			return errors.New("no turn to hold")
+		}
+		if err := turn.Wait(ctx); err != nil {
+			return err
+		}
+		mu.Lock()
+		order = append(order, batch[0].Position)
+		mu.Unlock()
+		turn.Done()
+		os := make([]boxoffice.QueueOutcome, len(batch))
+		for i := range os {
+			os[i] = boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, FinishedAt: time.Now()}
+		}
+		_, err := l.q.FinishMany(ctx, batch, os)
+		return err
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 2)
+	for range 2 {
+		go func() { done <- l.q.Consume(ctx, handler) }()
+	}
+	l.waitDecided(t)
+	cancel()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 64/8 {
+		t.Fatalf("%d batches held, want %d: %v", len(order), 64/8, order)
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i] < order[i-1] {
+			t.Fatalf("batches held out of the queue's order: %v", order)
+		}
+	}
+}

@@ -32,6 +32,7 @@ type Queue struct {
 	// waiting on each other's leases.
 	mu    sync.Mutex
 	taken int64
+	turn  <-chan struct{} // closed when the last batch taken has held
 }
 
 var (
@@ -623,12 +624,12 @@ func (q *Queue) Append(ctx context.Context, rs ...*boxoffice.QueuedRequest) erro
 // starts from the oldest request still queued, so a crash mid-batch loses
 // nothing.
 //
-// The consumers of one process share the log as a Kafka group shares
-// partitions: each takes the next batch after the ones already taken, and
-// keeps it until it is handled, so two workers decide two batches at once
-// (one's holds and reads beside the other's writes). Across the two the
-// queue order holds to within a batch, as across partitions in
-// production (architecture.md, "Partitioning and fairness").
+// The consumers of one process share the log: each takes the next batch
+// after the ones already taken and keeps it until it is handled, so two
+// workers decide two batches at once (one's reads beside the other's
+// writes). The handler's context carries the batch's turn to hold
+// (boxoffice.HoldTurn), after the batch taken before it, so the holds
+// follow the queue's order across the consumers.
 func (q *Queue) Consume(ctx context.Context, handle func(ctx context.Context, batch []*boxoffice.QueuedRequest) error) error {
 	poll := q.PollInterval
 	if poll <= 0 {
@@ -640,12 +641,12 @@ func (q *Queue) Consume(ctx context.Context, handle func(ctx context.Context, ba
 	}
 	backoff := poll
 	for ctx.Err() == nil {
-		from, batch, last, err := q.take(ctx, size)
+		from, batch, last, turn, err := q.take(ctx, size)
 		if err == nil && len(batch) > 0 {
 			if len(batch) == size {
 				q.poke() // there may be more: wake another idle consumer
 			}
-			q.serve(ctx, from, last, size, batch, handle, poll)
+			q.serve(ctx, from, last, size, batch, turn, handle, poll)
 			backoff = poll
 			continue
 		}
@@ -664,31 +665,35 @@ func (q *Queue) Consume(ctx context.Context, handle func(ctx context.Context, ba
 }
 
 // take gives this consumer the batch after the ones the process's
-// consumers have taken: the requests in (from, last].
-func (q *Queue) take(ctx context.Context, size int) (from int64, batch []*boxoffice.QueuedRequest, last int64, err error) {
+// consumers have taken: the requests in (from, last], and the turn of
+// their holds, after the batch taken before.
+func (q *Queue) take(ctx context.Context, size int) (from int64, batch []*boxoffice.QueuedRequest, last int64, turn *boxoffice.HoldTurn, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	from = q.taken
 	batch, last, err = q.next(ctx, from, math.MaxInt64, size)
 	if err == nil && len(batch) > 0 {
 		q.taken = last
+		turn, q.turn = boxoffice.NextHoldTurn(q.turn)
 	}
-	return from, batch, last, err
+	return from, batch, last, turn, err
 }
 
 // serve hands a taken batch to handle until it is handled; after a
 // failure, slower each time, what is still queued of it. A consumer that
-// stops first gives its batch back, for the others to take.
-func (q *Queue) serve(ctx context.Context, from, last int64, size int, batch []*boxoffice.QueuedRequest, handle func(ctx context.Context, batch []*boxoffice.QueuedRequest) error, poll time.Duration) {
+// stops first gives its batch back, for the others to take. The first
+// handing carries the batch's turn to hold (boxoffice.HoldTurn), which is
+// over when it returns, handled or not: a batch that failed holds again
+// out of turn rather than hold the next ones up.
+func (q *Queue) serve(ctx context.Context, from, last int64, size int, batch []*boxoffice.QueuedRequest, turn *boxoffice.HoldTurn, handle func(ctx context.Context, batch []*boxoffice.QueuedRequest) error, poll time.Duration) {
+	defer turn.Done() // also if handle panics: the next batch must not wait for it
+	err := handle(boxoffice.WithHoldTurn(ctx, turn), batch)
+	turn.Done()
+	if err == nil {
+		return
+	}
 	backoff := poll
 	for {
-		var err error
-		if len(batch) > 0 {
-			err = handle(ctx, batch)
-			if err == nil {
-				return
-			}
-		}
 		select {
 		case <-ctx.Done():
 			q.mu.Lock()
@@ -701,6 +706,9 @@ func (q *Queue) serve(ctx context.Context, from, last int64, size int, batch []*
 		batch, _, err = q.next(ctx, from, last, size)
 		if err == nil && len(batch) == 0 {
 			return // all decided meanwhile
+		}
+		if err == nil && handle(ctx, batch) == nil {
+			return
 		}
 	}
 }
