@@ -504,9 +504,9 @@ func (t *HoldTurn) Wait(ctx context.Context) error {
 	}
 }
 
-// Done lets the next batch hold. Safe to call more than once; every
-// batch handed a turn must call it, held or not, or the next waits for its
-// context.
+// Done lets the next batch hold: the handler calls it once its batch has
+// held, and the log when the handler returns, held or not. Safe to call
+// more than once.
 func (t *HoldTurn) Done() {
 	if t != nil {
 		t.once.Do(func() { close(t.done) })

@@ -44,7 +44,6 @@ import (
 // its own booking (its id), so a second delivery re-takes its own seats
 // and finds its booking by its idempotency record.
 func (s *Queue) ServeBatch(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
-	defer boxoffice.HoldTurnOf(ctx).Done() // held or not, the next batch's turn
 	rs := drainOrder(batch)
 	for attempt := 0; ; attempt++ {
 		// A request whose lease another worker holds (two workers handed

@@ -686,9 +686,10 @@ func (q *Queue) take(ctx context.Context, size int) (from int64, batch []*boxoff
 // over when it returns, handled or not: a batch that failed holds again
 // out of turn rather than hold the next ones up.
 func (q *Queue) serve(ctx context.Context, from, last int64, size int, batch []*boxoffice.QueuedRequest, turn *boxoffice.HoldTurn, handle func(ctx context.Context, batch []*boxoffice.QueuedRequest) error, poll time.Duration) {
-	defer turn.Done() // also if handle panics: the next batch must not wait for it
-	err := handle(boxoffice.WithHoldTurn(ctx, turn), batch)
-	turn.Done()
+	err := func() error {
+		defer turn.Done() // held or not, even if handle panics: the next batch's turn
+		return handle(boxoffice.WithHoldTurn(ctx, turn), batch)
+	}()
 	if err == nil {
 		return
 	}
