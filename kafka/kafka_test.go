@@ -632,20 +632,10 @@ func TestQueueContract(t *testing.T) {
 		if err := c.EnsureTopics(t.Context(), map[string]int32{topic: 4}); err != nil {
 			t.Fatal(err)
 		}
-		var events atomic.Int64
 		return queuetest.Harness{
-			State: s.Queue(),
-			Log:   newLog(c, RequestLogConfig{Topic: topic, Group: fmt.Sprint("contract-workers-", i)}),
-			NewEvent: func(t *testing.T) boxoffice.ID {
-				now := time.Now().UTC().Truncate(time.Second)
-				e := &boxoffice.Event{ID: boxoffice.ID(1000 + events.Add(1)), Name: "Q", Venue: "V", SaleMode: boxoffice.SaleQueued,
-					StartsAt: now.Add(24 * time.Hour), SaleOpensAt: now, TicketLimit: 8, CreatedAt: now,
-					Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", PriceCents: 100, Rows: 1, SeatsPerRow: 5}}}
-				if err := s.CreateEvent(t.Context(), e); err != nil {
-					t.Fatal(err)
-				}
-				return e.ID
-			},
+			State:    s.Queue(),
+			Log:      newLog(c, RequestLogConfig{Topic: topic, Group: fmt.Sprint("contract-workers-", i)}),
+			NewEvent: func(t *testing.T) boxoffice.ID { return queuetest.QueuedEvent(t, s) },
 		}
 	})
 }

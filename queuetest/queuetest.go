@@ -121,6 +121,22 @@ var (
 
 func init() { nextID.Store(time.Now().UnixNano() >> 8) }
 
+// QueuedEvent creates in store a queued event of five seats whose sale is
+// open: a Harness's NewEvent, where the queue's rows name a real event.
+func QueuedEvent(t *testing.T, store interface {
+	CreateEvent(context.Context, *boxoffice.Event) error
+}) boxoffice.ID {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Second)
+	e := &boxoffice.Event{ID: boxoffice.ID(nextID.Add(1)), Name: "Q", Venue: "V", SaleMode: boxoffice.SaleQueued,
+		StartsAt: now.Add(24 * time.Hour), SaleOpensAt: now, TicketLimit: 8, CreatedAt: now,
+		Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", PriceCents: 100, Rows: 1, SeatsPerRow: 5}}}
+	if err := store.CreateEvent(t.Context(), e); err != nil {
+		t.Fatal(err)
+	}
+	return e.ID
+}
+
 // Request returns a fresh request of user for event.
 func Request(event boxoffice.ID, user string, seats ...string) *boxoffice.QueuedRequest {
 	id := boxoffice.ID(nextID.Add(1))

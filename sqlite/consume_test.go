@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/queuetest"
 	"github.com/boxoffice/boxoffice/sqlite"
 )
+
+// requestSeq numbers the requests of the consumers' tests.
+var requestSeq atomic.Int64
 
 // sharedLog is a queue of n admitted requests and the consumers' record of
 // what each was handed.
@@ -28,11 +33,11 @@ func newSharedLog(t *testing.T, n int) *sharedLog {
 	s := open(t, filepath.Join(t.TempDir(), "boxoffice.db"))
 	q := s.Queue()
 	q.PollInterval, q.BatchSize = 5*time.Millisecond, 8
-	ev, now := queuedEvent(t, s), time.Now().UTC()
+	ev, now := queuetest.QueuedEvent(t, s), time.Now().UTC()
 	l := &sharedLog{q: q, handed: map[boxoffice.ID][]string{}}
 	as := make([]boxoffice.Admission, n)
 	for i := range as {
-		id := boxoffice.ID(9_000_000 + eventSeq.Add(1))
+		id := boxoffice.ID(9_000_000 + requestSeq.Add(1))
 		as[i] = boxoffice.Admission{MaxLive: 1, Request: &boxoffice.QueuedRequest{ID: id, EventID: ev,
 			UserID: fmt.Sprint("user-", i), IdempotencyKey: "k", RequestHash: "h", SeatIDs: []string{"A-A-1"}, EnqueuedAt: now}}
 		l.ids = append(l.ids, id)
@@ -64,15 +69,20 @@ func (l *sharedLog) consumer(t *testing.T, ctx context.Context, name string, fai
 			if fail != nil && fail(batch) {
 				return errors.New("injected failure")
 			}
-			os := make([]boxoffice.QueueOutcome, len(batch))
-			for i := range os {
-				os[i] = boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, FinishedAt: time.Now()}
-			}
-			_, err := l.q.FinishMany(ctx, batch, os)
-			return err
+			return l.reject(ctx, batch)
 		})
 	}()
 	return done
+}
+
+// reject decides batch: every request rejected (seat taken).
+func (l *sharedLog) reject(ctx context.Context, batch []*boxoffice.QueuedRequest) error {
+	os := make([]boxoffice.QueueOutcome, len(batch))
+	for i := range os {
+		os[i] = boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, FinishedAt: time.Now()}
+	}
+	_, err := l.q.FinishMany(ctx, batch, os)
+	return err
 }
 
 // waitDecided waits until every request has an outcome.
@@ -234,12 +244,7 @@ func TestConsumersHoldInTheQueueOrder(t *testing.T) {
 		order = append(order, batch[0].Position)
 		mu.Unlock()
 		turn.Done()
-		os := make([]boxoffice.QueueOutcome, len(batch))
-		for i := range os {
-			os[i] = boxoffice.QueueOutcome{Status: boxoffice.QueueRejected, Reason: boxoffice.ESEATTAKEN, FinishedAt: time.Now()}
-		}
-		_, err := l.q.FinishMany(ctx, batch, os)
-		return err
+		return l.reject(ctx, batch)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 2)
