@@ -235,10 +235,13 @@ func (s *Queue) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTick
 			return nil, err
 		}
 		prog := p.prog
-		if lerr == nil {
+		if lerr == nil && s.soldOutMark(ctx, l, prog).SoldOut(r.Position) {
 			// Queued before the sell-out: told now, decided by the drain
-			// (without a hold) when it gets there.
-			if s.soldOutMark(ctx, l, prog).SoldOut(r.Position) {
+			// (without a hold) when it gets there, unless a worker is at
+			// it already.
+			if decided, told := s.toldSoldOut(ctx, r); decided != nil {
+				return s.ticket(ctx, decided)
+			} else if told {
 				t.Status, t.Reason, t.Message = boxoffice.QueueRejected, boxoffice.ESOLDOUT, boxoffice.ErrorMessage(errSoldOut(r.EventID))
 				t.WaitlistURL = boxoffice.WaitlistURL(r.EventID)
 				break
@@ -256,6 +259,39 @@ func (s *Queue) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTick
 	}
 	return t, nil
 }
+
+// toldSoldOut decides whether a queued request at or before its event's
+// sold-out mark is told sold out now. The mark is raised by whoever sees
+// the inventory at nothing, and the seats of a batch a worker is holding
+// count as taken before their outcomes are recorded: that worker's own
+// requests are behind the mark too, and must not be told sold out while
+// they are being held. So the request's in-flight lease is taken first
+// (the lease its worker holds from before it reads the mark until after
+// it records the outcome): taken, no worker is at it, and none gets to it
+// before reading the mark, which then turns it down as told; refused, a
+// worker is at it, and the request is still queued for its owner. With
+// the lease, the entry is read again: a worker may have recorded an
+// outcome (decided) since it was read. A lease store that cannot answer
+// leaves the request queued: nothing is told that may not hold.
+func (s *Queue) toldSoldOut(ctx context.Context, r *boxoffice.QueuedRequest) (decided *boxoffice.QueueEntry, told bool) {
+	release, err := s.leases.TryLease(ctx, leaseKey("reserve", r.UserID, r.IdempotencyKey), toldLease)
+	if err != nil {
+		return nil, false
+	}
+	defer release()
+	e, err := s.queue.Entry(ctx, r.ID)
+	switch {
+	case err != nil:
+		return nil, false
+	case e.Status != boxoffice.QueueQueued:
+		return e, false
+	}
+	return nil, true
+}
+
+// toldLease bounds how long a status keeps a request from its worker
+// while it reads the request's entry again.
+const toldLease = 5 * time.Second
 
 // retryable errors leave a request for another delivery instead of
 // rejecting it: the outcome was not decided.

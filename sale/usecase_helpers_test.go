@@ -60,7 +60,15 @@ type harness struct {
 	pay      *testpay.Gateway
 	notifier *inmem.Notifier
 	svc      *Service
+	// deps and cfg are what svc was made of: another node makes its own
+	// Service of them (node).
+	deps Deps
+	cfg  Config
 }
+
+// node is another process of the deployment: a Service over the same
+// parts with caches of its own (a seat map's inventory counted afresh).
+func (h *harness) node() *Service { return New(h.deps, h.cfg) }
 
 // harnessOptions vary the harness: the service's policy, and a seat map
 // to count inventories from (none by default: best available then reads
@@ -102,9 +110,11 @@ func newHarnessWith(t *testing.T, o harnessOptions) *harness {
 	if o.queue != nil {
 		queue = o.queue(h.queue)
 	}
-	h.svc = New(Deps{Store: store, Holds: h.holds, Leases: h.leases, Payments: pay, IDs: ids,
+	h.deps = Deps{Store: store, Holds: h.holds, Leases: h.leases, Payments: pay, IDs: ids,
 		Now: clock.Now, Log: slog.New(slog.DiscardHandler),
-		Queue: queue, RequestLog: h.queue, Notifier: h.notifier, Availability: o.avail}, o.cfg)
+		Queue: queue, RequestLog: h.queue, Notifier: h.notifier, Availability: o.avail}
+	h.cfg = o.cfg
+	h.svc = h.node()
 	return h
 }
 

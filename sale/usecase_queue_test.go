@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,6 +309,130 @@ func TestEnqueueSoldOutAtTheDoor(t *testing.T) {
 	}
 	_, err = h.queue.EntryByKey(h.ctx, ev.ID, "alice", "k")
 	wantCode(t, err, boxoffice.ENOTFOUND)
+}
+
+// emptyingMap is a seat map whose seats are all available until empty is
+// set, then all held: the last seats taken.
+type emptyingMap struct {
+	h     *harness
+	empty atomic.Bool
+}
+
+func (m *emptyingMap) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) (layout.Statuses, error) {
+	l, err := m.h.svc.Layout(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	st := layout.Available
+	if m.empty.Load() {
+		st = layout.Held
+	}
+	out := make(layout.Statuses, l.Len())
+	for i := range out {
+		out[i] = st
+	}
+	return out, nil
+}
+
+// queuedPair queues alice's request for both seats of a two-seat event,
+// then bob's for one of them, on a seat map that empties when told.
+func queuedPair(t *testing.T, o harnessOptions) (h *harness, m *emptyingMap, a, b *QueueTicket) {
+	m = &emptyingMap{}
+	o.avail = m
+	h = newHarnessWith(t, o)
+	m.h = h
+	ev := h.queuedEvent(1, 2)
+	a = h.enqueue(buyer("alice"), ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1", "F-A-2"}, IdempotencyKey: "k"})
+	b = h.enqueue(buyer("bob"), ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	return h, m, a, b
+}
+
+// finishHeld records the outcome a worker gives a request it held.
+func (h *harness) finishHeld(qt *QueueTicket) {
+	h.t.Helper()
+	now := h.clock.Now()
+	o := boxoffice.QueueOutcome{Status: boxoffice.QueueHeld, BookingID: qt.RequestID, HeldUntil: now.Add(10 * time.Minute), FinishedAt: now}
+	if _, err := h.queue.FinishMany(h.ctx, h.logged(qt), []boxoffice.QueueOutcome{o}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// The seats a worker is holding count as taken before it records their
+// outcomes, so the sold-out mark covers the worker's own requests too. A
+// request whose worker is at it (its lease held) is not told sold out by
+// the holds its own seats emptied the map with: it stays queued, then is
+// told its outcome. A request nobody is at is told sold out, and the drain
+// decides it as told.
+func TestStatusDoesNotTellARequestBeingHeldSoldOut(t *testing.T) {
+	h, m, a, b := queuedPair(t, harnessOptions{})
+	release, err := h.leases.TryLease(h.ctx, leaseKey("reserve", "alice", "k"), queuedLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.empty.Store(true) // alice's worker has held the event's last seats
+	other := h.node()   // counts the seat map afresh
+	status := func(u string, qt *QueueTicket) *QueueTicket {
+		t.Helper()
+		got, err := other.QueueStatus(h.ctx, buyer(u), qt.RequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := status("alice", a); got.Status != boxoffice.QueueQueued {
+		t.Errorf("alice, being held: %+v, want queued", got)
+	}
+	if got := status("bob", b); got.Status != boxoffice.QueueRejected || got.Reason != boxoffice.ESOLDOUT {
+		t.Errorf("bob, behind the sell-out: %+v, want rejected sold_out", got)
+	}
+	h.finishHeld(a)
+	release()
+	if got := status("alice", a); got.Status != boxoffice.QueueHeld {
+		t.Errorf("alice, held: %+v", got)
+	}
+	if err := h.svc.ServeBatch(h.ctx, h.logged(b)); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := h.queue.Entry(h.ctx, b.RequestID); err != nil || e.Status != boxoffice.QueueRejected || e.Reason != boxoffice.ESOLDOUT {
+		t.Errorf("bob decided: %+v %v, want rejected sold_out as told", e, err)
+	}
+}
+
+// finishingState is a queue state on which a worker records a held outcome
+// for the request of the entry read first, just after that read.
+type finishingState struct {
+	boxoffice.QueueState
+	h    *harness
+	qt   *QueueTicket
+	done bool
+}
+
+func (f *finishingState) Entry(ctx context.Context, id boxoffice.ID) (*boxoffice.QueueEntry, error) {
+	e, err := f.QueueState.Entry(ctx, id)
+	if !f.done && id == f.qt.RequestID {
+		f.done = true
+		f.h.finishHeld(f.qt)
+	}
+	return e, err
+}
+
+// A request a worker finishes between the status's read and its verdict is
+// told its outcome, not the sell-out its seats made.
+func TestStatusTellsTheOutcomeRecordedMeanwhile(t *testing.T) {
+	f := &finishingState{}
+	h, m, a, _ := queuedPair(t, harnessOptions{queue: func(q *sqlite.Queue) boxoffice.QueueState {
+		f.QueueState = q
+		return f
+	}})
+	f.h, f.qt = h, a
+	m.empty.Store(true)
+	got, err := h.node().QueueStatus(h.ctx, buyer("alice"), a.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != boxoffice.QueueHeld {
+		t.Errorf("alice, held while her status was read: %+v", got)
+	}
 }
 
 // Positions follow arrival across many buyers, each request its own.
