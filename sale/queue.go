@@ -271,8 +271,11 @@ func (s *Queue) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTick
 // before reading the mark, which then turns it down as told; refused, a
 // worker is at it, and the request is still queued for its owner. With
 // the lease, the entry is read again: a worker may have recorded an
-// outcome (decided) since it was read. A lease store that cannot answer
-// leaves the request queued: nothing is told that may not hold.
+// outcome (decided) since it was read. Last, a request with an
+// idempotency record was booked by a worker that died before recording
+// the outcome (its lease ran out): the next delivery gives it that
+// booking, so it is not told sold out either. Anything that cannot be
+// read leaves the request queued: nothing is told that may not hold.
 func (s *Queue) toldSoldOut(ctx context.Context, r *boxoffice.QueuedRequest) (decided *boxoffice.QueueEntry, told bool) {
 	release, err := s.leases.TryLease(ctx, leaseKey("reserve", r.UserID, r.IdempotencyKey), toldLease)
 	if err != nil {
@@ -286,7 +289,8 @@ func (s *Queue) toldSoldOut(ctx context.Context, r *boxoffice.QueuedRequest) (de
 	case e.Status != boxoffice.QueueQueued:
 		return e, false
 	}
-	return nil, true
+	recs, err := s.store.Idempotencies(ctx, []string{r.UserID}, []string{r.IdempotencyKey})
+	return nil, err == nil && recs[0] == nil
 }
 
 // toldLease bounds how long a status keeps a request from its worker

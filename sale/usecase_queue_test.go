@@ -435,6 +435,43 @@ func TestStatusTellsTheOutcomeRecordedMeanwhile(t *testing.T) {
 	}
 }
 
+// unrecordedState is a queue state that cannot record outcomes: a worker
+// that dies between its bookings and their outcomes.
+type unrecordedState struct{ boxoffice.QueueState }
+
+func (unrecordedState) FinishMany(context.Context, []*boxoffice.QueuedRequest, []boxoffice.QueueOutcome) ([]bool, error) {
+	return nil, boxoffice.Errorf(boxoffice.EUNAVAILABLE, "the worker died")
+}
+
+// A request a worker booked but died before recording (its lease run out)
+// is not told sold out by the seats its booking holds: the next delivery
+// gives it that booking.
+func TestStatusDoesNotTellARequestBookedUnrecordedSoldOut(t *testing.T) {
+	var real boxoffice.QueueState
+	h, m, a, _ := queuedPair(t, harnessOptions{queue: func(q *sqlite.Queue) boxoffice.QueueState {
+		real = q
+		return unrecordedState{q}
+	}})
+	if err := h.svc.ServeBatch(h.ctx, h.logged(a)); err == nil {
+		t.Fatal("the batch of a worker that died was served")
+	}
+	// Alice's booking holds the event's seats; another node counts the
+	// seat map afresh.
+	m.empty.Store(true)
+	got, err := h.node().QueueStatus(h.ctx, buyer("alice"), a.RequestID)
+	if err != nil || got.Status != boxoffice.QueueQueued {
+		t.Errorf("alice, booked, outcome not recorded: %+v %v, want queued", got, err)
+	}
+	// The next delivery gives her the booking, as the status promised.
+	h.deps.Queue = real
+	if err := h.node().ServeBatch(h.ctx, h.logged(a)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.status(buyer("alice"), a.RequestID); got.Status != boxoffice.QueueHeld {
+		t.Errorf("alice redelivered: %+v, want held", got)
+	}
+}
+
 // Positions follow arrival across many buyers, each request its own.
 func TestEnqueuePositionsAreDistinct(t *testing.T) {
 	h := newHarness(t)
