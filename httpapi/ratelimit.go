@@ -34,6 +34,9 @@ type Limits struct {
 	// StreamsPerUser those of one user; past either the answer is 429.
 	// Zero: DefaultStreams, DefaultStreamsPerUser.
 	Streams, StreamsPerUser int
+	// InFlight bounds the requests in the handlers at once (live streams
+	// aside); the others wait their turn in arrival order. Zero: no bound.
+	InFlight int
 }
 
 // Stream caps by default.
@@ -59,6 +62,9 @@ func (s *Server) SetLimits(l Limits) {
 	if l.StreamsPerUser > 0 {
 		s.streams.perUser = l.StreamsPerUser
 	}
+	if l.InFlight > 0 {
+		s.gate = make(chan struct{}, l.InFlight)
+	}
 }
 
 // LiveStreams is how many live status streams (SSE) this server has open.
@@ -67,6 +73,10 @@ func (s *Server) LiveStreams() int {
 	defer s.streams.mu.Unlock()
 	return s.streams.total
 }
+
+// Waiting is how many requests wait for a place in the handlers
+// (Limits.InFlight).
+func (s *Server) Waiting() int { return int(s.waiting.Load()) }
 
 // streamCount counts the live streams of this process, by user.
 type streamCount struct {

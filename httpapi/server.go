@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/auth"
+	"github.com/boxoffice/boxoffice/internal/inflight"
 	"github.com/boxoffice/boxoffice/sale"
 	"github.com/boxoffice/boxoffice/tracing"
 )
@@ -51,6 +53,11 @@ type Server struct {
 	observer RequestObserver
 	// layouts caches each event's encoded layout (immutable).
 	layouts sync.Map // boxoffice.ID → *layoutJSON
+	// gate admits at most cap(gate) requests into the handlers at once
+	// (SetLimits' InFlight); nil is no bound. waiting counts those
+	// waiting at it.
+	gate    chan struct{}
+	waiting atomic.Int64
 }
 
 // access says who may call a route.
@@ -134,6 +141,11 @@ func (s *Server) Routes() []Route {
 	}
 }
 
+// probe reports whether rt is a health probe: answered at once, never
+// behind the work a busy process has waiting (InFlight), or a load
+// balancer would take a busy process for a dead one.
+func (rt Route) probe() bool { return rt.Pattern == "/healthz" || rt.Pattern == "/readyz" }
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
@@ -172,6 +184,23 @@ func (s *Server) wrap(rt Route) http.Handler {
 				}
 				s.observer.ObserveRequest(rt.Pattern, rt.Method, rec.status, d)
 			}()
+		}
+		if s.gate != nil && rt.access != streamer && !rt.probe() {
+			// The rest wait here in arrival order (a channel's senders
+			// are served first come, first served) instead of in the
+			// scheduler's run queues, where each blocking step of a
+			// request waits behind every other request's.
+			s.waiting.Add(1)
+			select {
+			case s.gate <- struct{}{}:
+				s.waiting.Add(-1)
+				ctx, place := inflight.With(r.Context(), func() { <-s.gate })
+				r = r.WithContext(ctx)
+				defer place.Leave()
+			case <-r.Context().Done():
+				s.waiting.Add(-1)
+				return // the client is gone
+			}
 		}
 		u, err := s.authenticate(r, rt.access)
 		if err == nil {

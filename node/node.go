@@ -231,6 +231,8 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		n.API.Observe(n.metrics)
 		n.metrics.Gauge("boxoffice_live_streams", "Live status streams (SSE) this process has open.",
 			func() float64 { return float64(n.API.LiveStreams()) })
+		n.metrics.Gauge("boxoffice_http_waiting", "Requests waiting for a place in the handlers (--max-in-flight).",
+			func() float64 { return float64(n.API.Waiting()) })
 		// The seats of the events whose maps were built in the last
 		// minute (or three TTLs): the sales being watched now.
 		recent := max(time.Minute, 3*o.SeatmapTTL)

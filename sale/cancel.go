@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/inflight"
 )
 
 // CancelRequest cancels a confirmed booking for a refund.
@@ -137,6 +138,7 @@ func (s *Tickets) cancellation(ctx context.Context, b *boxoffice.Booking) (*Canc
 // refund pays back a cancelled booking's payment at the gateway, keyed by
 // the booking so that repeats refund once, and records it.
 func (s *Tickets) refund(ctx context.Context, p boxoffice.Payment) error {
+	inflight.Leave(ctx) // the gateway may take seconds
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	if err := s.payments.Refund(ctx, p.AuthID, p.AmountCents, "refund:"+p.BookingID.String()); err != nil {

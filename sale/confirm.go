@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/inflight"
 )
 
 // ConfirmRequest pays for a pending booking.
@@ -120,6 +121,9 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 		return nil, err // lost before paying: nothing charged
 	}
 
+	// The gateway may take seconds: no place among the requests handled
+	// at once is kept for that.
+	inflight.Leave(ctx)
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.PaymentTimeout)
 	auth, err := s.payments.Authorize(pctx, boxoffice.PaymentRequest{
 		Token: req.PaymentToken, AmountCents: b.AmountCents, Currency: s.cfg.Currency,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/internal/inflight"
 	"github.com/boxoffice/boxoffice/testpay"
 )
 
@@ -290,6 +291,25 @@ func TestConfirmWhoseHoldRanOutDuringThePayment(t *testing.T) {
 	}
 	if c := h.confirm(bob, taken.BookingID, "p1"); len(c.Tickets) != 1 || c.Tickets[0].SeatID != "F-A-1" {
 		t.Errorf("bob's confirmation %+v, want his ticket for F-A-1", c)
+	}
+}
+
+// A confirm gives back its request's place among those the process handles
+// at once (inflight) before the payment, which may take seconds.
+func TestConfirmLeavesItsPlaceBeforePaying(t *testing.T) {
+	left := false
+	var leftBeforeAuthorize bool
+	h := newHarnessWith(t, harnessOptions{payments: func(g *testpay.Gateway) boxoffice.PaymentGateway {
+		return duringAuthorize{Gateway: g, during: func() { leftBeforeAuthorize = left }}
+	}})
+	ev := h.event(1, 4, nil)
+	res := h.reserve(buyer("alice"), ev.ID, "a1", "F-A-1")
+	ctx, _ := inflight.With(h.ctx, func() { left = true })
+	if _, err := h.svc.Confirm(ctx, buyer("alice"), ConfirmRequest{BookingID: res.BookingID, PaymentToken: testpay.TokenApprove, IdempotencyKey: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if !leftBeforeAuthorize {
+		t.Error("the confirm kept its place while the payment was authorized")
 	}
 }
 

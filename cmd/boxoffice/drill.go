@@ -45,6 +45,7 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	loadTargetFlags(fs, &c, &url, &secret)
 	fs.IntVar(&c.Workers, "workers", 2, "in-process server: booking workers")
 	fs.IntVar(&c.QueueSlots, "queue-slots", 1, "in-process server: Redis hash slots of the event's queue (see serve --queue-slots)")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "in-process server: requests handled at once (see serve --max-in-flight)")
 
 	fs.IntVar(&dc.Users, "users", dc.Users, "users in the crowd")
 	fs.IntVar(&dc.Seats, "seats", dc.Seats, "seats of the event")
@@ -91,7 +92,7 @@ func runDrill(ctx context.Context, args []string, getenv func(string) string, st
 	defer t.close()
 	where := "at " + t.url
 	if t.inProcess {
-		where = fmt.Sprintf("in this process, %d booking workers, hold %s", c.Workers, c.Hold)
+		where = fmt.Sprintf("in this process, %d booking workers, hold %s, at most %d requests in the handlers", c.Workers, c.Hold, c.MaxInFlight)
 	}
 	if t.parts.Queue == nil {
 		return errors.New("the drill needs a flash-sale queue: with --postgres, give --redis and --kafka too")

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/boxoffice/boxoffice/internal/inflight"
 )
 
 // Combiner runs concurrent calls of one kind together: the calls that
@@ -65,6 +67,9 @@ func (c *Combiner[In, Out]) Call(ctx context.Context, in In) (Out, error) {
 	if run {
 		go c.run()
 	}
+	// Waiting for the batch uses no CPU: the request's place among those
+	// the process handles at once goes to the next.
+	inflight.Leave(ctx)
 	select {
 	case <-call.done:
 		return call.out, call.err

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/boxoffice/boxoffice/internal/inflight"
 )
 
 // blocking is a do func that holds each batch until released, recording
@@ -208,5 +210,39 @@ func TestManyCallersGivingUpWhileQueued(t *testing.T) {
 		if !seen[i] {
 			t.Errorf("call %d never ran", i)
 		}
+	}
+}
+
+// A call gives back its request's place among those handled at once
+// (inflight) while it waits for its batch, once.
+func TestCallLeavesItsPlaceWhileWaiting(t *testing.T) {
+	b := newBlocking()
+	c := New(b.do, 1, 10)
+	left := make(chan struct{}, 2)
+	ctx, _ := inflight.With(context.Background(), func() { left <- struct{}{} })
+	done := make(chan int)
+	go func() {
+		out, err := c.Call(ctx, 7)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	<-b.started
+	select {
+	case <-left: // before the batch is done
+	case <-time.After(10 * time.Second):
+		close(b.release)
+		t.Fatal("the place was kept while waiting for the batch")
+	}
+	close(b.release)
+	if out := <-done; out != 70 {
+		t.Errorf("answer %d, want 70", out)
+	}
+	inflight.Leave(ctx)
+	select {
+	case <-left:
+		t.Error("the place was given back twice")
+	default:
 	}
 }
