@@ -16,6 +16,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/auth"
+	"github.com/boxoffice/boxoffice/httpapi"
 	"github.com/boxoffice/boxoffice/inmem"
 	"github.com/boxoffice/boxoffice/node"
 	"github.com/boxoffice/boxoffice/queuetest"
@@ -191,6 +192,7 @@ func NewStack(t testing.TB, p Parts) *Stack {
 		Sale:       scfg,
 		SeatmapTTL: p.SeatmapTTL, Payments: pay, Auth: a, Metrics: true,
 		API: true, OpenerEvery: 20 * time.Millisecond, Now: now, Log: log,
+		Limits: httpapi.Limits{InFlight: httpapi.DefaultInFlight()}, // the door serve keeps
 	})
 	if err != nil {
 		t.Fatal(err)

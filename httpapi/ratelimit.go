@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -38,6 +39,10 @@ type Limits struct {
 	// aside); the others wait their turn in arrival order. Zero: no bound.
 	InFlight int
 }
+
+// DefaultInFlight is serve's bound on the requests in the handlers at
+// once: 16 per core.
+func DefaultInFlight() int { return 16 * runtime.GOMAXPROCS(0) }
 
 // Stream caps by default.
 const (

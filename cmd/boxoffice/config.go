@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -87,7 +86,7 @@ func newServeFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.Auth.Issuer, "auth-issuer", "", "the iss a token must carry (checked when set; boxoffice token puts it in)")
 	fs.DurationVar(&c.Auth.MaxLifetime, "auth-max-lifetime", auth.DefaultMaxLifetime, "the longest a token may live (exp - iat); longer ones are refused")
 	fs.IntVar(&c.MaxStreams, "max-streams", 10000, "live status streams (SSE) this process serves at once; past it 429")
-	fs.IntVar(&c.MaxInFlight, "max-in-flight", 16*runtime.GOMAXPROCS(0), "requests this process handles at once (live streams aside; 16 per core by default); the others wait their turn in arrival order (0: no bound)")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", httpapi.DefaultInFlight(), "requests this process handles at once (live streams aside; 16 per core by default); the others wait their turn in arrival order (0: no bound)")
 	fs.IntVar(&c.StreamsPerUser, "streams-per-user", 4, "live status streams one user may hold open at once; past it 429")
 	fs.Float64Var(&c.ReadsPerUser, "rate-reads-per-user", 100, "reads (GET) per second per user; their burst is 4 times this (0: unlimited)")
 	fs.BoolVar(&c.PrintTokens, "print-tokens", true, "print sign-in tokens at start (only ever for the embedded store on a loopback address)")
