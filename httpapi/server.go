@@ -199,7 +199,8 @@ func (s *Server) wrap(rt Route) http.Handler {
 				defer place.Leave()
 			case <-r.Context().Done():
 				s.waiting.Add(-1)
-				return // the client is gone
+				rec.status = 499 // the client is gone: counted as such, nothing written
+				return
 			}
 		}
 		u, err := s.authenticate(r, rt.access)
