@@ -220,7 +220,7 @@ func (s *Queue) checkQueued(ctx context.Context, ps []*queued) (release func()) 
 	var which []*queued
 	for _, p := range ps {
 		if p.open() {
-			keys, which = append(keys, leaseKey("reserve", p.r.UserID, p.r.IdempotencyKey)), append(which, p)
+			keys, which = append(keys, requestLease(p.r)), append(which, p)
 		}
 	}
 	if len(keys) == 0 {

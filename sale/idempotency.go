@@ -46,6 +46,13 @@ func (s *core) lease(ctx context.Context, scope, userID, key string) (func(), er
 
 func leaseKey(scope, userID, key string) string { return scope + "\x00" + userID + "\x00" + key }
 
+// requestLease is the key of a queued request's in-flight lease: the one
+// its worker holds while it decides it, and a status takes before telling
+// it sold out (toldSoldOut).
+func requestLease(r *boxoffice.QueuedRequest) string {
+	return leaseKey("reserve", r.UserID, r.IdempotencyKey)
+}
+
 // queuedLease is the in-flight lease of a queued request's worker.
 const queuedLease = 10 * time.Second
 

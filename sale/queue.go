@@ -277,7 +277,7 @@ func (s *Queue) ticket(ctx context.Context, e *boxoffice.QueueEntry) (*QueueTick
 // booking, so it is not told sold out either. Anything that cannot be
 // read leaves the request queued: nothing is told that may not hold.
 func (s *Queue) toldSoldOut(ctx context.Context, r *boxoffice.QueuedRequest) (decided *boxoffice.QueueEntry, told bool) {
-	release, err := s.leases.TryLease(ctx, leaseKey("reserve", r.UserID, r.IdempotencyKey), toldLease)
+	release, err := s.leases.TryLease(ctx, requestLease(r), toldLease)
 	if err != nil {
 		return nil, false
 	}

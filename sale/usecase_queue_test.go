@@ -273,25 +273,11 @@ func TestRunWorkerDrainsTheLog(t *testing.T) {
 	}
 }
 
-// soldMap is a seat map on which every seat is sold.
-type soldMap struct{ h *harness }
-
-func (m soldMap) Statuses(ctx context.Context, eventID boxoffice.ID, maxAge time.Duration) (layout.Statuses, error) {
-	l, err := m.h.svc.Layout(ctx, eventID)
-	if err != nil {
-		return nil, err
-	}
-	out := make(layout.Statuses, l.Len())
-	for i := range out {
-		out[i] = layout.Sold
-	}
-	return out, nil
-}
-
 // When the seat map shows nothing left, the front door answers sold out
 // at once, pointing at the waitlist, and queues nothing.
 func TestEnqueueSoldOutAtTheDoor(t *testing.T) {
-	m := &soldMap{}
+	m := &emptyingMap{}
+	m.empty.Store(true)
 	h := newHarnessWith(t, harnessOptions{avail: m})
 	m.h = h
 	ev := h.queuedEvent(1, 2)
@@ -365,7 +351,7 @@ func (h *harness) finishHeld(qt *QueueTicket) {
 // decides it as told.
 func TestStatusDoesNotTellARequestBeingHeldSoldOut(t *testing.T) {
 	h, m, a, b := queuedPair(t, harnessOptions{})
-	release, err := h.leases.TryLease(h.ctx, leaseKey("reserve", "alice", "k"), queuedLease)
+	release, err := h.leases.TryLease(h.ctx, requestLease(h.logged(a)[0]), queuedLease)
 	if err != nil {
 		t.Fatal(err)
 	}
