@@ -70,9 +70,9 @@ type ConfirmPlan struct {
 	// AlreadyConfirmed: the booking was confirmed before. The store
 	// returns it as it is, with its tickets, and writes nothing.
 	AlreadyConfirmed bool
-	// Tickets to issue, in the order of c.Tickets: each with its ID,
-	// SeatID and Code from c and the booking's event, id and user, valid,
-	// issued at c.Now.
+	// Tickets to issue, in the order of the booking's seats (the order a
+	// booking's tickets are read in): each with its ID, SeatID and Code
+	// from c and the booking's event, id and user, valid, issued at c.Now.
 	Tickets []Ticket
 	// Payment to record: authorized, c.Payment's AuthID and amount, for
 	// the booking, created at c.Payment.CreatedAt or, when that is zero,
@@ -139,27 +139,29 @@ func (c ConfirmBooking) Check(b *Booking) (ConfirmPlan, error) {
 }
 
 // tickets checks that c.Tickets name each seat of b exactly once, each
-// with an id and a code, and returns the tickets to issue.
+// with an id and a code, and returns the tickets to issue in b's seat
+// order.
 func (c ConfirmBooking) tickets(b *Booking) ([]Ticket, error) {
-	want := make(map[string]bool, len(b.SeatIDs))
-	for _, seat := range b.SeatIDs {
-		want[seat] = true
+	place := make(map[string]int, len(b.SeatIDs)) // seat -> its index in b.SeatIDs
+	for i, seat := range b.SeatIDs {
+		place[seat] = i
 	}
-	out := make([]Ticket, 0, len(c.Tickets))
+	out := make([]Ticket, len(b.SeatIDs))
 	for _, t := range c.Tickets {
 		if t.ID <= 0 || t.Code == "" {
 			return nil, Errorf(EINVALID, "booking %s: every ticket needs an id and a code", b.ID)
 		}
-		if !want[t.SeatID] {
+		i, ok := place[t.SeatID]
+		if !ok {
 			return nil, &Error{Code: EINVALID,
 				Message: "a ticket names a seat the booking does not hold, or names it twice", Seats: []string{t.SeatID}}
 		}
-		delete(want, t.SeatID)
-		out = append(out, Ticket{ID: t.ID, EventID: b.EventID, BookingID: b.ID, SeatID: t.SeatID,
-			UserID: b.UserID, Code: t.Code, Status: TicketValid, IssuedAt: c.Now})
+		delete(place, t.SeatID)
+		out[i] = Ticket{ID: t.ID, EventID: b.EventID, BookingID: b.ID, SeatID: t.SeatID,
+			UserID: b.UserID, Code: t.Code, Status: TicketValid, IssuedAt: c.Now}
 	}
-	if len(want) > 0 {
-		return nil, Errorf(EINVALID, "booking %s: %d of its seats have no ticket", b.ID, len(want))
+	if len(place) > 0 {
+		return nil, Errorf(EINVALID, "booking %s: %d of its seats have no ticket", b.ID, len(place))
 	}
 	return out, nil
 }

@@ -225,10 +225,10 @@ func TestConfirmBookingCheckPlan(t *testing.T) {
 		Payment: Payment{BookingID: 999, AuthID: "auth-1", AmountCents: 8500, Status: PaymentRefunded}}
 
 	want := ConfirmPlan{
-		// In the order of c.Tickets.
+		// In the order of the booking's seats, not of c.Tickets.
 		Tickets: []Ticket{
-			{ID: 11, EventID: 200, BookingID: 100, SeatID: "A-1", UserID: "alice", Code: "t-a1", Status: TicketValid, IssuedAt: now},
 			{ID: 12, EventID: 200, BookingID: 100, SeatID: "A-2", UserID: "alice", Code: "t-a2", Status: TicketValid, IssuedAt: now},
+			{ID: 11, EventID: 200, BookingID: 100, SeatID: "A-1", UserID: "alice", Code: "t-a1", Status: TicketValid, IssuedAt: now},
 		},
 		// A zero CreatedAt is c.Now; the event and the booking are b's.
 		Payment: Payment{EventID: 200, BookingID: 100, AuthID: "auth-1", AmountCents: 8500, Status: PaymentAuthorized, CreatedAt: now},

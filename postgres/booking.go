@@ -358,7 +358,7 @@ func (s *Store) confirmOne(ctx context.Context, c boxoffice.ConfirmBooking) (*bo
 			return err
 		}
 		// Inserted in seat id order: the lock order.
-		tickets := plan.Tickets
+		tickets := slices.Clone(plan.Tickets)
 		slices.SortFunc(tickets, func(x, y boxoffice.Ticket) int { return strings.Compare(x.SeatID, y.SeatID) })
 		payment := plan.Payment
 
@@ -484,8 +484,8 @@ func (s *Store) confirmOne(ctx context.Context, c boxoffice.ConfirmBooking) (*bo
 		}
 
 		// Written in seat id order (the lock order), returned in the
-		// booking's seat order, as Booking reads them.
-		b.Tickets = inSeatOrder(tickets, b.SeatIDs)
+		// booking's seat order (the plan's), as Booking reads them.
+		b.Tickets = plan.Tickets
 		out = b
 		return nil
 	})
@@ -694,15 +694,6 @@ func seatsTaken(b *boxoffice.Booking, taken func(seat string) bool) error {
 		}
 	}
 	return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "a seat of this booking is already sold", Seats: seats}
-}
-
-// inSeatOrder sorts tickets (in place) into the order of seats, a
-// booking's, as Booking reads them; it returns them.
-func inSeatOrder(tickets []boxoffice.Ticket, seats []string) []boxoffice.Ticket {
-	slices.SortFunc(tickets, func(x, y boxoffice.Ticket) int {
-		return slices.Index(seats, x.SeatID) - slices.Index(seats, y.SeatID)
-	})
-	return tickets
 }
 
 // lockBookingOfEventSQL is lockBookingSQL for a booking whose event is

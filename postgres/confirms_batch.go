@@ -299,7 +299,7 @@ func (w *confirmWrites) add(c boxoffice.ConfirmBooking, b *boxoffice.Booking, pl
 	if c.Idempotency != nil {
 		w.keys.add(c.Idempotency)
 	}
-	b.Tickets = inSeatOrder(slices.Clone(plan.Tickets), b.SeatIDs)
+	b.Tickets = plan.Tickets // in the booking's seat order, as Booking reads them
 	w.n++
 	return nil
 }

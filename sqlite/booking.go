@@ -220,6 +220,7 @@ type bookingRows struct {
 var (
 	insertBookings = newMultiInsert(`INSERT INTO bookings (id, event_id, user_id, status, fence, amount_cents, held_until,
 		created_at, updated_at, listing_id, waitlist_entry_id)`, 11, 128, 32, 8, 1)
+	insertTickets      = newMultiInsert(`INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)`, 8, 8, 4, 2, 1)
 	insertBookingSeats = newMultiInsert(`INSERT INTO booking_seats (booking_id, position, event_id, seat_id)`, 4, 128, 32, 8, 1)
 )
 
@@ -428,9 +429,12 @@ func (s *Store) Booking(ctx context.Context, id boxoffice.ID) (*boxoffice.Bookin
 // is fulfilled whatever its status (a user who left while the offer was
 // open and paid anyway has the seats).
 func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) (*boxoffice.Booking, error) {
+	// The plan's times are the ones written (and returned): milliseconds.
+	c.Now = fromMillis(millis(c.Now))
 	var out *boxoffice.Booking
 	err := s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-		b, err := loadBooking(ctx, tx, c.BookingID)
+		// A pending booking has no tickets to read.
+		b, err := loadBookingSeats(ctx, tx, c.BookingID)
 		if err != nil {
 			return err
 		}
@@ -439,8 +443,9 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			return err
 		}
 		if plan.AlreadyConfirmed {
+			b.Tickets, err = bookingTickets(ctx, tx, b.ID)
 			out = b
-			return nil
+			return err
 		}
 
 		var newer bool
@@ -468,17 +473,16 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			}
 		}
 
+		// One statement for the tickets: a statement that fails undoes
+		// all of its rows.
+		args := make([]any, 0, len(plan.Tickets)*8)
 		for _, t := range plan.Tickets {
-			_, err := tx.ExecContext(ctx, `
-				INSERT INTO tickets (id, event_id, booking_id, seat_id, user_id, code, status, issued_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				t.ID, t.EventID, t.BookingID, t.SeatID, t.UserID, t.Code, t.Status, millis(t.IssuedAt))
-			if isUniqueViolation(err) {
-				return ticketConflict(ctx, tx, b.ID)
-			}
-			if err != nil {
-				return err
-			}
+			args = append(args, t.ID, t.EventID, t.BookingID, t.SeatID, t.UserID, t.Code, t.Status, millis(t.IssuedAt))
+		}
+		if err := insertTickets.exec(ctx, tx, args); isUniqueViolation(err) {
+			return ticketConflict(ctx, tx, b.ID)
+		} else if err != nil {
+			return err
 		}
 
 		if sale != nil {
@@ -514,9 +518,10 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 				return err
 			}
 		}
-		if out, err = loadBooking(ctx, tx, b.ID); err != nil {
-			return err
-		}
+		// The booking as written, as Booking would read it back.
+		b.Status, b.ConfirmationCode, b.PaymentAuthID, b.UpdatedAt = boxoffice.BookingConfirmed, c.Code, p.AuthID, c.Now
+		b.Tickets = plan.Tickets
+		out = b
 		if err := writeEvent(ctx, tx, boxoffice.TopicBookingConfirmed, out, out.UpdatedAt); err != nil {
 			return err
 		}

@@ -256,6 +256,19 @@ func scanString(sc scanner) (string, error) {
 // loadBooking reads one booking with its seats, in request order, and its
 // tickets, in the same order. It returns ENOTFOUND for an unknown id.
 func loadBooking(ctx context.Context, q querier, id boxoffice.ID) (*boxoffice.Booking, error) {
+	b, err := loadBookingSeats(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	if b.Tickets, err = bookingTickets(ctx, q, id); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// loadBookingSeats is loadBooking without the tickets: what a booking that
+// has none yet (a pending one) is read with.
+func loadBookingSeats(ctx context.Context, q querier, id boxoffice.ID) (*boxoffice.Booking, error) {
 	b, err := scanBooking(q.QueryRowContext(ctx,
 		`SELECT `+bookingColumns+` FROM bookings WHERE id = ?`, id))
 	if err == sql.ErrNoRows {
@@ -272,7 +285,12 @@ func loadBooking(ctx context.Context, q querier, id boxoffice.ID) (*boxoffice.Bo
 	if b.SeatIDs, err = collect(rows, scanString); err != nil {
 		return nil, err
 	}
-	rows, err = q.QueryContext(ctx, `
+	return b, nil
+}
+
+// bookingTickets reads a booking's tickets in its seats' order.
+func bookingTickets(ctx context.Context, q querier, id boxoffice.ID) ([]boxoffice.Ticket, error) {
+	rows, err := q.QueryContext(ctx, `
 		SELECT `+ticketColumns+`
 		FROM tickets t
 		JOIN booking_seats bs ON bs.booking_id = t.booking_id AND bs.seat_id = t.seat_id
@@ -281,10 +299,7 @@ func loadBooking(ctx context.Context, q querier, id boxoffice.ID) (*boxoffice.Bo
 	if err != nil {
 		return nil, err
 	}
-	if b.Tickets, err = collect(rows, scanTicket); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return collect(rows, scanTicket)
 }
 
 // jsonStrings encodes strings as one JSON array parameter for json_each.
