@@ -81,32 +81,30 @@ const (
 func (s *Store) confirmBookings(ctx context.Context, cs []boxoffice.ConfirmBooking) ([]confirmed, error) {
 	out := make([]confirmed, len(cs))
 	alone := make([]bool, len(cs))
-	if len(cs) == 1 {
-		alone[0] = true
-	} else {
-		var err error
-		for attempt := 0; ; attempt++ {
-			var decided []confirmed
-			_, err = s.transactBatches(ctx, func(send sendFunc) (*pgx.Batch, error) {
-				clear(alone)
-				var writes *pgx.Batch
-				var err error
-				decided, writes, err = confirmBatch(send, cs, alone)
-				return writes, err
-			})
-			if err == nil {
-				copy(out, decided)
-				break
+	// A batch of one goes this way too: two round trips (the reads with
+	// the BEGIN, the writes with the COMMIT), where the single path takes
+	// four (BEGIN, the lock, the writes, COMMIT).
+	for attempt := 0; ; attempt++ {
+		var decided []confirmed
+		_, err := s.transactBatches(ctx, func(send sendFunc) (*pgx.Batch, error) {
+			clear(alone)
+			var writes *pgx.Batch
+			var err error
+			decided, writes, err = confirmBatch(send, cs, alone)
+			return writes, err
+		})
+		if err == nil {
+			copy(out, decided)
+			break
+		}
+		if !errors.Is(err, errBatchRace) {
+			return nil, err
+		}
+		if attempt == maxBatchAttempts-1 || ctx.Err() != nil {
+			for i := range alone {
+				alone[i] = true
 			}
-			if !errors.Is(err, errBatchRace) {
-				return nil, err
-			}
-			if attempt == maxBatchAttempts-1 || ctx.Err() != nil {
-				for i := range alone {
-					alone[i] = true
-				}
-				break
-			}
+			break
 		}
 	}
 	for i, c := range cs {
