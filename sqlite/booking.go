@@ -473,8 +473,8 @@ func (s *Store) ConfirmBooking(ctx context.Context, c boxoffice.ConfirmBooking) 
 			}
 		}
 
-		// One statement for the tickets: a statement that fails undoes
-		// all of its rows.
+		// The tickets in one statement (up to eight); a conflict fails the
+		// request, and its savepoint undoes whatever it wrote.
 		args := make([]any, 0, len(plan.Tickets)*8)
 		for _, t := range plan.Tickets {
 			args = append(args, t.ID, t.EventID, t.BookingID, t.SeatID, t.UserID, t.Code, t.Status, millis(t.IssuedAt))
