@@ -88,13 +88,22 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 	// other's outcome and answers with it instead of paying again. It is
 	// the user's lease of the booking: someone else's confirm of it, which
 	// fails as not found, cannot hold its owner up.
-	release, err := s.leases.TryLease(ctx, "confirm\x00"+req.BookingID.String()+"\x00"+u.ID, s.cfg.PaymentTimeout+10*time.Second)
-	if err != nil {
-		return nil, err
+	release, busyErr := s.leases.TryLease(ctx, confirmLease(req.BookingID, u.ID), s.cfg.PaymentTimeout+10*time.Second)
+	busy := isCode(busyErr, boxoffice.EIDEMINFLIGHT)
+	if busyErr != nil && !busy {
+		return nil, busyErr
 	}
-	defer release()
+	if !busy {
+		// Released after the answer, not before it: the answer does not
+		// wait for the round trip. A request that meets the lease still
+		// held still gets an answer that is already written (below).
+		defer func() { go release() }()
+	}
 	// The booking and the key's record are read at once: two reads, one
-	// wait.
+	// wait. Without the lease they are read too: a retry, or a second
+	// click, that comes while the lease is still held after the outcome
+	// was written gets that outcome, not a 409; only a confirm that may
+	// still be paying is refused.
 	hash := requestHash("confirm", req.BookingID.String(), req.PaymentToken)
 	var out Confirmation
 	replayed := make(chan error, 1)
@@ -113,6 +122,9 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 	}
 	if b.Status == boxoffice.BookingConfirmed {
 		return s.confirmed(ctx, u, req, hash, b)
+	}
+	if busy {
+		return nil, busyErr
 	}
 	if err := confirmable(b, s.now()); err != nil {
 		return nil, err
@@ -147,6 +159,11 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 	// The tickets are written: the answer need not wait for the capture.
 	s.captures.start(done.ID, func() { s.capture(ctx, done.EventID, done.ID, auth.ID) })
 	return confirmationOf(done), nil
+}
+
+// confirmLease is the key of a user's lease of a booking's confirm.
+func confirmLease(bookingID boxoffice.ID, userID string) string {
+	return "confirm\x00" + bookingID.String() + "\x00" + userID
 }
 
 // issue writes tickets, payment and idempotency record in one transaction

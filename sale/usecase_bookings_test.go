@@ -184,6 +184,55 @@ func TestConfirmIssuesTicketsOnce(t *testing.T) {
 	wantCode(t, err, boxoffice.ESEATTAKEN)
 }
 
+// A confirm releases the booking's lease after its answer. One that meets
+// the lease still held answers what is already written (the replay for
+// the same key, the confirmation for another) and refuses, charging
+// nothing, only while the booking is unpaid: another confirm may be paying.
+func TestConfirmWhileTheLeaseIsHeldAnswersWhatIsWritten(t *testing.T) {
+	h := newHarness(t)
+	ev := h.event(1, 4, nil)
+	u := buyer("alice")
+	res := h.reserve(u, ev.ID, "r1", "F-A-1")
+	hold := func() func() {
+		t.Helper()
+		for range 3000 { // the last confirm's release runs after its answer
+			release, err := h.leases.TryLease(h.ctx, confirmLease(res.BookingID, u.ID), time.Minute)
+			if err == nil {
+				return release
+			}
+			wantCode(t, err, boxoffice.EIDEMINFLIGHT)
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("the confirm's lease was never released")
+		return nil
+	}
+
+	release := hold()
+	_, err := h.svc.Confirm(h.ctx, u, ConfirmRequest{BookingID: res.BookingID, PaymentToken: testpay.TokenApprove, IdempotencyKey: "p1"})
+	wantCode(t, err, boxoffice.EIDEMINFLIGHT)
+	if a := h.auths(); len(a) != 0 {
+		t.Fatalf("refused confirm authorized %+v", a)
+	}
+	release()
+
+	c := h.confirm(u, res.BookingID, "p1")
+	release = hold()
+	defer release()
+	again := h.confirm(u, res.BookingID, "p1")
+	if !again.Replayed || again.ConfirmationCode != c.ConfirmationCode || !slices.Equal(again.Tickets, c.Tickets) {
+		t.Errorf("retry under the lease %+v, want a replay of %+v", again, c)
+	}
+	other := h.confirm(u, res.BookingID, "p2")
+	if other.ConfirmationCode != c.ConfirmationCode || !slices.Equal(other.Tickets, c.Tickets) {
+		t.Errorf("confirm with another key under the lease %+v, want %+v", other, c)
+	}
+	_, err = h.svc.Confirm(h.ctx, u, ConfirmRequest{BookingID: res.BookingID, PaymentToken: testpay.TokenDecline, IdempotencyKey: "p1"})
+	wantCode(t, err, boxoffice.EIDEMMISMATCH)
+	if a := h.auths(); len(a) != 1 {
+		t.Errorf("gateway authorizations %+v, want the first confirm's alone", a)
+	}
+}
+
 // A declined card charges nothing and leaves the booking pending with its
 // seats held: another card can still pay for it.
 func TestConfirmDeclinedKeepsTheHold(t *testing.T) {
