@@ -153,16 +153,7 @@ func TestConfirmIssuesTicketsOnce(t *testing.T) {
 		t.Errorf("tickets for %v with codes %v: want one per seat, distinct codes", seats, codes)
 	}
 
-	again := h.confirm(u, res.BookingID, "p1")
-	if !again.Replayed || again.ConfirmationCode != c.ConfirmationCode || !slices.Equal(again.Tickets, c.Tickets) {
-		t.Errorf("retried confirm %+v, want a replay of %+v", again, c)
-	}
-	other := h.confirm(u, res.BookingID, "p2")
-	if other.ConfirmationCode != c.ConfirmationCode || !slices.Equal(other.Tickets, c.Tickets) {
-		t.Errorf("confirm with another key %+v, want the same confirmation %+v", other, c)
-	}
-	_, err := h.svc.Confirm(h.ctx, u, ConfirmRequest{BookingID: res.BookingID, PaymentToken: testpay.TokenDecline, IdempotencyKey: "p1"})
-	wantCode(t, err, boxoffice.EIDEMMISMATCH)
+	h.wantConfirmedAgain(u, res.BookingID, c)
 
 	b := h.booking(res.BookingID)
 	if b.Status != boxoffice.BookingConfirmed || b.ConfirmationCode != c.ConfirmationCode || len(b.Tickets) != 2 {
@@ -182,6 +173,24 @@ func TestConfirmIssuesTicketsOnce(t *testing.T) {
 	// Sold seats are not for sale again.
 	_, err = h.svc.Reserve(h.ctx, buyer("bob"), ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "b1"})
 	wantCode(t, err, boxoffice.ESEATTAKEN)
+}
+
+// wantConfirmedAgain checks the answers to confirms of a booking that c,
+// under key "p1", confirmed: the same key's retry replays c, another key
+// gets the same confirmation, and the same key with another token is a
+// mismatch.
+func (h *harness) wantConfirmedAgain(u boxoffice.User, bookingID boxoffice.ID, c *Confirmation) {
+	h.t.Helper()
+	again := h.confirm(u, bookingID, "p1")
+	if !again.Replayed || again.ConfirmationCode != c.ConfirmationCode || !slices.Equal(again.Tickets, c.Tickets) {
+		h.t.Errorf("retried confirm %+v, want a replay of %+v", again, c)
+	}
+	other := h.confirm(u, bookingID, "p2")
+	if other.ConfirmationCode != c.ConfirmationCode || !slices.Equal(other.Tickets, c.Tickets) {
+		h.t.Errorf("confirm with another key %+v, want the same confirmation %+v", other, c)
+	}
+	_, err := h.svc.Confirm(h.ctx, u, ConfirmRequest{BookingID: bookingID, PaymentToken: testpay.TokenDecline, IdempotencyKey: "p1"})
+	wantCode(h.t, err, boxoffice.EIDEMMISMATCH)
 }
 
 // A confirm releases the booking's lease after its answer. One that meets
@@ -218,16 +227,7 @@ func TestConfirmWhileTheLeaseIsHeldAnswersWhatIsWritten(t *testing.T) {
 	c := h.confirm(u, res.BookingID, "p1")
 	release = hold()
 	defer release()
-	again := h.confirm(u, res.BookingID, "p1")
-	if !again.Replayed || again.ConfirmationCode != c.ConfirmationCode || !slices.Equal(again.Tickets, c.Tickets) {
-		t.Errorf("retry under the lease %+v, want a replay of %+v", again, c)
-	}
-	other := h.confirm(u, res.BookingID, "p2")
-	if other.ConfirmationCode != c.ConfirmationCode || !slices.Equal(other.Tickets, c.Tickets) {
-		t.Errorf("confirm with another key under the lease %+v, want %+v", other, c)
-	}
-	_, err = h.svc.Confirm(h.ctx, u, ConfirmRequest{BookingID: res.BookingID, PaymentToken: testpay.TokenDecline, IdempotencyKey: "p1"})
-	wantCode(t, err, boxoffice.EIDEMMISMATCH)
+	h.wantConfirmedAgain(u, res.BookingID, c)
 	if a := h.auths(); len(a) != 1 {
 		t.Errorf("gateway authorizations %+v, want the first confirm's alone", a)
 	}
