@@ -94,15 +94,16 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 		return nil, busyErr
 	}
 	if !busy {
-		// Released after the answer, not before it: the answer does not
-		// wait for the round trip. A request that meets the lease still
-		// held still gets an answer that is already written (below).
-		defer func() { go release() }()
+		// Released before the answer, not after it: a second attempt to
+		// pay sent at once after a failed one (another card) must find
+		// the lease free.
+		defer release()
 	}
 	// The booking and the key's record are read at once: two reads, one
 	// wait. Without the lease they are read too: a retry, or a second
-	// click, that comes while the lease is still held after the outcome
-	// was written gets that outcome, not a 409; only a confirm that may
+	// click, that comes while the lease is held after the outcome was
+	// written (another confirm finishing, a crashed process's lease
+	// running out) gets that outcome, not a 409; only a confirm that may
 	// still be paying is refused.
 	hash := requestHash("confirm", req.BookingID.String(), req.PaymentToken)
 	var out Confirmation
