@@ -72,7 +72,7 @@ func confirmationOf(b *boxoffice.Booking) *Confirmation {
 // ECONFLICT (released), EHOLDLOST (expired or taken over: nothing charged),
 // EPAYMENTDECLINED (the hold stays), EPAYMENTFAILED, ESEATTAKEN,
 // EUNAVAILABLE.
-func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmRequest) (*Confirmation, error) {
+func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmRequest) (_ *Confirmation, err error) {
 	if err := checkKey(req.IdempotencyKey); err != nil {
 		return nil, err
 	}
@@ -94,10 +94,19 @@ func (s *Bookings) Confirm(ctx context.Context, u boxoffice.User, req ConfirmReq
 		return nil, busyErr
 	}
 	if !busy {
-		// Released before the answer, not after it: a second attempt to
-		// pay sent at once after a failed one (another card) must find
-		// the lease free.
-		defer release()
+		defer func() {
+			if err != nil {
+				// Released before the answer: a second attempt to pay,
+				// sent at once after a failed one (another card), must
+				// find the lease free.
+				release()
+				return
+			}
+			// After an outcome is written the answer does not wait for
+			// the release's round trip: a confirm that meets the lease
+			// still held reads that outcome (below) and answers with it.
+			go release()
+		}()
 	}
 	// The booking and the key's record are read at once: two reads, one
 	// wait. Without the lease they are read too: a retry, or a second

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/inmem"
 	"github.com/boxoffice/boxoffice/internal/inflight"
 	"github.com/boxoffice/boxoffice/testpay"
 )
@@ -205,11 +207,16 @@ func TestConfirmWhileTheLeaseIsHeldAnswersWhatIsWritten(t *testing.T) {
 	res := h.reserve(u, ev.ID, "r1", "F-A-1")
 	hold := func() func() { // the lease, as another confirm would hold it
 		t.Helper()
-		release, err := h.leases.TryLease(h.ctx, confirmLease(res.BookingID, u.ID), time.Minute)
-		if err != nil {
-			t.Fatalf("the confirm's lease: %v", err)
+		// A paid confirm releases its own after its answer: wait for that.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			release, err := h.leases.TryLease(h.ctx, confirmLease(res.BookingID, u.ID), time.Minute)
+			if err == nil {
+				return release
+			}
+			if !isCode(err, boxoffice.EIDEMINFLIGHT) || time.Now().After(deadline) {
+				t.Fatalf("the confirm's lease: %v", err)
+			}
 		}
-		return release
 	}
 
 	release := hold()
@@ -227,6 +234,72 @@ func TestConfirmWhileTheLeaseIsHeldAnswersWhatIsWritten(t *testing.T) {
 	if a := h.auths(); len(a) != 1 {
 		t.Errorf("gateway authorizations %+v, want the first confirm's alone", a)
 	}
+}
+
+// gatedLeases holds each release of a confirm's lease back until the test lets it go (a value
+// sent on gate), saying on started that one is waiting.
+type gatedLeases struct {
+	*inmem.Leases
+	gate, started chan struct{}
+}
+
+func (l gatedLeases) TryLease(ctx context.Context, key string, ttl time.Duration) (func(), error) {
+	release, err := l.Leases.TryLease(ctx, key, ttl)
+	if err != nil || !strings.HasPrefix(key, "confirm\x00") {
+		return release, err
+	}
+	return func() {
+		l.started <- struct{}{}
+		<-l.gate
+		release()
+	}, nil
+}
+
+// A confirm that wrote an outcome answers without waiting for its lease's
+// release: a confirm meeting the lease reads that outcome. One that failed
+// releases the lease before answering: another card can pay at once.
+func TestConfirmAnswersBeforeTheReleaseOnlyOnceAnOutcomeIsWritten(t *testing.T) {
+	l := gatedLeases{gate: make(chan struct{}), started: make(chan struct{}, 1)}
+	h := newHarnessWith(t, harnessOptions{leases: func(in *inmem.Leases) boxoffice.Leases {
+		l.Leases = in
+		return l
+	}})
+	ev := h.event(1, 4, nil)
+	u := buyer("alice")
+	res := h.reserve(u, ev.ID, "r1", "F-A-1")
+	confirm := func(token, key string) chan error {
+		answered := make(chan error, 1)
+		go func() {
+			_, err := h.svc.Confirm(h.ctx, u, ConfirmRequest{BookingID: res.BookingID, PaymentToken: token, IdempotencyKey: key})
+			answered <- err
+		}()
+		return answered
+	}
+
+	declined := confirm(testpay.TokenDecline, "p1")
+	<-l.started
+	select {
+	case err := <-declined:
+		t.Fatalf("a declined confirm answered (%v) before its lease was released", err)
+	default:
+	}
+	l.gate <- struct{}{}
+	wantCode(t, <-declined, boxoffice.EPAYMENTDECLINED)
+
+	paid := confirm(testpay.TokenApprove, "p2")
+	select {
+	case err := <-paid:
+		if err != nil {
+			t.Fatalf("confirm with a good card: %v", err)
+		}
+	case <-time.After(30 * time.Second): // a deadlock guard, not a timing
+		t.Fatal("a paid confirm's answer waited for its lease's release")
+	}
+	if b := h.booking(res.BookingID); b.Status != boxoffice.BookingConfirmed {
+		t.Fatalf("booking %s after the answer, want confirmed", b.Status)
+	}
+	<-l.started
+	l.gate <- struct{}{}
 }
 
 // A declined card charges nothing and leaves the booking pending with its

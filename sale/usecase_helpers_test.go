@@ -80,6 +80,8 @@ type harnessOptions struct {
 	payments func(*testpay.Gateway) boxoffice.PaymentGateway
 	// queue wraps the queue's state (nil: the embedded one itself).
 	queue func(*sqlite.Queue) boxoffice.QueueState
+	// leases wraps the leases (nil: the in-memory ones themselves).
+	leases func(*inmem.Leases) boxoffice.Leases
 }
 
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, harnessOptions{}) }
@@ -110,7 +112,11 @@ func newHarnessWith(t *testing.T, o harnessOptions) *harness {
 	if o.queue != nil {
 		queue = o.queue(h.queue)
 	}
-	h.deps = Deps{Store: store, Holds: h.holds, Leases: h.leases, Payments: pay, IDs: ids,
+	var leases boxoffice.Leases = h.leases
+	if o.leases != nil {
+		leases = o.leases(h.leases)
+	}
+	h.deps = Deps{Store: store, Holds: h.holds, Leases: leases, Payments: pay, IDs: ids,
 		Now: clock.Now, Log: slog.New(slog.DiscardHandler),
 		Queue: queue, RequestLog: h.queue, Notifier: h.notifier, Availability: o.avail}
 	h.cfg = o.cfg
