@@ -165,6 +165,14 @@ type Ports struct {
 	Holds    boxoffice.Holds
 	Payments boxoffice.PaymentGateway
 	Queue    boxoffice.QueueState
+	// QueuePurge is sale.QueuePurger (nil where the queue has none).
+	QueuePurge QueuePurger
+}
+
+// QueuePurger deletes a queue's requests decided before cutoff
+// (sale.QueuePurger).
+type QueuePurger interface {
+	PurgeDecided(ctx context.Context, cutoff time.Time, limit int) (int, error)
 }
 
 // Instrument returns p with each port counted into r's sale metrics.
@@ -185,6 +193,9 @@ func (r *Registry) Instrument(p Ports) Ports {
 	}
 	if p.Queue != nil {
 		p.Queue = &queue{QueueState: p.Queue, m: m}
+	}
+	if p.QueuePurge != nil {
+		p.QueuePurge = &queuePurge{QueuePurger: p.QueuePurge, m: m}
 	}
 	return p
 }
@@ -384,6 +395,18 @@ func (s *store) PurgeOutbox(ctx context.Context, cutoff time.Time) (int, error) 
 	n, err := s.Store.PurgeOutbox(ctx, cutoff)
 	s.m.purged.WithLabelValues("outbox").Add(float64(n))
 	s.m.failed("store", err)
+	return n, err
+}
+
+type queuePurge struct {
+	QueuePurger
+	m *saleMetrics
+}
+
+func (q *queuePurge) PurgeDecided(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	n, err := q.QueuePurger.PurgeDecided(ctx, cutoff, limit)
+	q.m.purged.WithLabelValues("queue_request").Add(float64(n))
+	q.m.failed("store", err)
 	return n, err
 }
 

@@ -216,14 +216,14 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		n.Seats.Share(p.Shared, p.Leases)
 	}
 	// The use cases' ports, counted for the sale's metrics.
-	ports := metrics.Ports{Store: p.Store, Holds: p.Holds, Payments: n.Payments, Queue: p.Queue}
+	ports := metrics.Ports{Store: p.Store, Holds: p.Holds, Payments: n.Payments, Queue: p.Queue, QueuePurge: p.QueuePurge}
 	if o.Metrics {
 		n.metrics = metrics.New()
 		ports = n.metrics.Instrument(ports)
 	}
 	n.Sale = sale.New(sale.Deps{Store: ports.Store, Holds: ports.Holds, Leases: p.Leases, Payments: ports.Payments, IDs: p.IDs,
 		Now: o.Now, Log: log, Queue: ports.Queue, RequestLog: p.RequestLog, Notifier: p.Notifier,
-		Layouts: n.Layouts, Availability: n.Seats, Answers: httpapi.Answers{}}, cfg)
+		QueuePurge: ports.QueuePurge, Layouts: n.Layouts, Availability: n.Seats, Answers: httpapi.Answers{}}, cfg)
 	n.API = httpapi.New(n.Sale, n.Seats, o.Auth, log)
 	n.API.SetLimits(o.Limits)
 	n.handler = web.Mount(n.API) // the browser UI at /app/, the JSON API everywhere else

@@ -28,6 +28,9 @@ func TestEmbeddedNode(t *testing.T) {
 	if n.Parts().Queue == nil || n.Parts().RequestLog == nil {
 		t.Fatal("the embedded node has no queue")
 	}
+	if n.Parts().QueuePurge == nil {
+		t.Error("the embedded node's queue is never purged: its requests would pile up")
+	}
 	admin, _ := a.Issue("organiser", boxoffice.RoleAdmin, time.Hour)
 	fan, _ := a.Issue("fan-1", "", time.Hour)
 	ev := newEvent(t, base, admin, "direct", 2)

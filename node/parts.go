@@ -44,6 +44,9 @@ type Parts struct {
 	Queue      boxoffice.QueueState
 	RequestLog boxoffice.RequestLog
 	Notifier   boxoffice.Notifier
+	// QueuePurge deletes decided requests of a queue that keeps them (the
+	// embedded one); nil: they expire by themselves.
+	QueuePurge sale.QueuePurger
 	// Publisher takes the outbox's booking events: Kafka, or the log.
 	Publisher outbox.Publisher
 	// IDs makes the Snowflake ids; nil: a generator for Options.NodeID.
@@ -131,7 +134,7 @@ func Open(ctx context.Context, o Options) (_ *Parts, err error) {
 		p.closers = append(p.closers, func() { st.Close() })
 		if o.Kafka == "" {
 			q := st.Queue()
-			p.Queue, p.RequestLog = q, q
+			p.Queue, p.RequestLog, p.QueuePurge = q, q, q
 		}
 		if o.Redis == "" {
 			// In-process holds die with the process: the live ones come

@@ -12,8 +12,22 @@ type ReconcileReport struct {
 	Expired  int
 	Captured int
 	Refunded int
-	Purged   int
+	Purged   int // idempotency records
+	// PurgedRequests are queued requests decided more than QueueRetention
+	// ago (Deps.QueuePurge).
+	PurgedRequests int
 }
+
+// QueueRetention is how long a decided queued request is kept where the
+// queue's entries do not expire by themselves: as long as production's
+// entries live in Redis (redis.QueueState.TTL), so a status stays readable,
+// and a key replays, equally long in both.
+const QueueRetention = 24 * time.Hour
+
+// purgeChunk bounds the requests one purge statement deletes: each is a
+// write transaction of its own on the embedded store's one writer, which
+// the front door shares.
+const purgeChunk = 1000
 
 // Reconcile runs one pass of the background clean-up:
 //   - pending bookings whose hold ran out more than PendingGrace ago are
@@ -23,7 +37,8 @@ type ReconcileReport struct {
 //     (a crash between commit and capture) are captured;
 //   - refunds owed for cancelled bookings (a crash or a gateway failure
 //     after the cancel) are made;
-//   - expired idempotency records are purged.
+//   - expired idempotency records are purged, and queued requests decided
+//     more than QueueRetention ago where the queue keeps them.
 //
 // Every step is safe to repeat and to run in several processes at once.
 func (s *Upkeep) Reconcile(ctx context.Context) (ReconcileReport, error) {
@@ -69,7 +84,16 @@ func (s *Upkeep) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 	n, err := s.store.PurgeIdempotency(ctx, now)
 	r.Purged = n
-	return r, err
+	if err != nil || s.queuePurge == nil {
+		return r, err
+	}
+	for {
+		n, err := s.queuePurge.PurgeDecided(ctx, now.Add(-QueueRetention), purgeChunk)
+		r.PurgedRequests += n
+		if err != nil || n < purgeChunk {
+			return r, err
+		}
+	}
 }
 
 // RunReconciler calls Reconcile every interval until ctx ends.
@@ -79,8 +103,9 @@ func (s *Upkeep) RunReconciler(ctx context.Context, interval time.Duration) {
 		if err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "reconciler pass failed", "err", err)
 		}
-		if r.Expired+r.Captured+r.Refunded > 0 {
-			s.log.InfoContext(ctx, "reconciler", "expired", r.Expired, "captured", r.Captured, "refunded", r.Refunded, "purged", r.Purged)
+		if r.Expired+r.Captured+r.Refunded+r.PurgedRequests > 0 {
+			s.log.InfoContext(ctx, "reconciler", "expired", r.Expired, "captured", r.Captured, "refunded", r.Refunded,
+				"purged", r.Purged, "purged_requests", r.PurgedRequests)
 		}
 	})
 }

@@ -209,6 +209,10 @@ type Deps struct {
 	Queue      boxoffice.QueueState
 	RequestLog boxoffice.RequestLog
 	Notifier   boxoffice.Notifier
+	// QueuePurge deletes the queue's requests decided long ago, for a
+	// queue whose entries do not expire by themselves (the embedded one);
+	// nil: they do (Redis's TTL).
+	QueuePurge QueuePurger
 	// Layouts are the events' seat layouts, shared with the seat map; nil:
 	// a cache of Config.CacheEvents layouts over Store.
 	Layouts *layout.Cache
@@ -260,7 +264,7 @@ func New(d Deps, cfg Config) *Service {
 	s.Tickets = &Tickets{core: c, store: d.Store}
 	s.Waitlist = &Waitlist{core: c, store: d.Store, bookings: s.Bookings}
 	s.Resale = &Resale{core: c, store: d.Store, bookings: s.Bookings}
-	s.Upkeep = &Upkeep{core: c, store: d.Store, tickets: s.Tickets}
+	s.Upkeep = &Upkeep{core: c, store: d.Store, tickets: s.Tickets, queuePurge: d.QueuePurge}
 	s.Bookings.resale, s.Bookings.returns, s.Tickets.returns = s.Resale, s.Waitlist, s.Waitlist
 	return s
 }

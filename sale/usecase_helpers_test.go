@@ -118,7 +118,7 @@ func newHarnessWith(t *testing.T, o harnessOptions) *harness {
 	}
 	h.deps = Deps{Store: store, Holds: h.holds, Leases: leases, Payments: pay, IDs: ids,
 		Now: clock.Now, Log: slog.New(slog.DiscardHandler),
-		Queue: queue, RequestLog: h.queue, Notifier: h.notifier, Availability: o.avail}
+		Queue: queue, RequestLog: h.queue, QueuePurge: h.queue, Notifier: h.notifier, Availability: o.avail}
 	h.cfg = o.cfg
 	h.svc = h.node()
 	return h

@@ -79,3 +79,44 @@ func TestReconcilePurgesIdempotencyRecords(t *testing.T) {
 		t.Errorf("reserve with a purged key %+v: want a new booking", again)
 	}
 }
+
+// The reconciler purges the queued requests decided QueueRetention ago
+// from a queue that keeps them (the embedded one), not before, and never a
+// live one; their bookings stay.
+func TestReconcilePurgesDecidedQueuedRequests(t *testing.T) {
+	h := newHarness(t)
+	ev := h.queuedEvent(1, 4)
+	alice, bob, carol := buyer("alice"), buyer("bob"), buyer("carol")
+	held := h.enqueue(alice, ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	refused := h.enqueue(bob, ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-1"}, IdempotencyKey: "k"})
+	if err := h.svc.ServeBatch(h.ctx, h.logged(held, refused)); err != nil {
+		t.Fatal(err)
+	}
+	if qt := h.status(bob, refused.RequestID); qt.Status != boxoffice.QueueRejected {
+		t.Fatalf("bob's request is %s, want rejected", qt.Status)
+	}
+	h.clock.Advance(QueueRetention - time.Second)
+	waiting := h.enqueue(carol, ReserveRequest{EventID: ev.ID, SeatIDs: []string{"F-A-2"}, IdempotencyKey: "k"})
+	if r, err := h.svc.Reconcile(h.ctx); err != nil || r.PurgedRequests != 0 {
+		t.Fatalf("reconciled %+v, %v within the retention: want no request purged", r, err)
+	}
+
+	h.clock.Advance(2 * time.Second)
+	r, err := h.svc.Reconcile(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PurgedRequests != 2 {
+		t.Errorf("reconciled %+v: want alice's and bob's requests purged", r)
+	}
+	_, err = h.svc.QueueStatus(h.ctx, alice, held.RequestID)
+	wantCode(t, err, boxoffice.ENOTFOUND)
+	_, err = h.svc.QueueStatus(h.ctx, bob, refused.RequestID)
+	wantCode(t, err, boxoffice.ENOTFOUND)
+	if qt := h.status(carol, waiting.RequestID); qt.Status != boxoffice.QueueQueued {
+		t.Errorf("carol's request is %s after the purge, want still queued", qt.Status)
+	}
+	if b := h.booking(held.RequestID); b.UserID != alice.ID {
+		t.Errorf("alice's booking after the purge: %+v", b)
+	}
+}

@@ -114,3 +114,11 @@ func plansEvent(t *testing.T, s *Store, mode boxoffice.SaleMode) *boxoffice.Even
 	}
 	return e
 }
+
+// The purge of decided queued requests walks the primary key below the
+// cutoff's first id, and finds the log's last place through its index:
+// never a scan of queue_requests, which holds every request of every sale.
+func TestPurgeDecidedWalksThePrimaryKey(t *testing.T) {
+	s := openStore(t)
+	checkProbes(t, s, "purge", "PRIMARY KEY (rowid<?)", purgeDecidedSQL, 1<<40, 0, 1000)
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/snowflake"
 )
 
 // Queue is the flash-sale queue of the embedded default: the QueueState
@@ -582,6 +583,39 @@ func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []
 		out = append(out, e.Request)
 	}
 	return out, translate(rows.Err(), "database")
+}
+
+// purgeDecidedSQL deletes up to ?3 requests decided before ?2 (millis),
+// walking the primary key below ?1, the first id minted at ?2: a request
+// decided then was admitted before. The row that holds the log's highest
+// place stays, whatever its age: nextLogSeq counts on from it, and the
+// consumers' places in the log must never be given out again.
+const purgeDecidedSQL = `
+	DELETE FROM queue_requests WHERE id IN (
+	    SELECT id FROM queue_requests
+	    WHERE id < ?1 AND status IN ('held', 'rejected') AND finished_at < ?2
+	      AND (log_seq IS NULL OR log_seq < (SELECT max(log_seq) FROM queue_requests))
+	    LIMIT ?3)`
+
+// PurgeDecided deletes up to limit requests whose outcome was decided
+// before cutoff and says how many. The table is the queue's state and its
+// log at once, and nothing else ends its rows: production's entries expire
+// in Redis (redis.QueueState.TTL), these are purged so. A purged request's
+// status reads as not found, and its idempotency key is free again, as
+// after the TTL in production. Live requests (waiting, queued) are kept
+// however old they are.
+func (q *Queue) PurgeDecided(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	below := max(snowflake.Millis(cutoff), 0) << snowflake.TimeShift
+	var n int64
+	err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		res, err := tx.ExecContext(ctx, purgeDecidedSQL, below, millis(cutoff), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), translate(err, "database")
 }
 
 // Progress returns the event's queue counters.
