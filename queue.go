@@ -389,6 +389,13 @@ type RequestLog interface {
 	Consume(ctx context.Context, handle func(ctx context.Context, batch []*QueuedRequest) error) error
 }
 
+// QueuePurger deletes a queue's requests decided before cutoff, up to
+// limit a call, and says how many: the embedded queue (sqlite.Queue),
+// whose rows nothing else ends; Redis's entries expire by themselves.
+type QueuePurger interface {
+	PurgeDecided(ctx context.Context, cutoff time.Time, limit int) (int, error)
+}
+
 // QueueNotice tells the live channel that a queued request changed: it has
 // an outcome, or the pre-queue was drawn.
 type QueueNotice struct {

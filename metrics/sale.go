@@ -165,14 +165,8 @@ type Ports struct {
 	Holds    boxoffice.Holds
 	Payments boxoffice.PaymentGateway
 	Queue    boxoffice.QueueState
-	// QueuePurge is sale.QueuePurger (nil where the queue has none).
-	QueuePurge QueuePurger
-}
-
-// QueuePurger deletes a queue's requests decided before cutoff
-// (sale.QueuePurger).
-type QueuePurger interface {
-	PurgeDecided(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	// QueuePurge is nil where the queue has none.
+	QueuePurge boxoffice.QueuePurger
 }
 
 // Instrument returns p with each port counted into r's sale metrics.
@@ -399,7 +393,7 @@ func (s *store) PurgeOutbox(ctx context.Context, cutoff time.Time) (int, error) 
 }
 
 type queuePurge struct {
-	QueuePurger
+	boxoffice.QueuePurger
 	m *saleMetrics
 }
 

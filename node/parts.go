@@ -46,7 +46,7 @@ type Parts struct {
 	Notifier   boxoffice.Notifier
 	// QueuePurge deletes decided requests of a queue that keeps them (the
 	// embedded one); nil: they expire by themselves.
-	QueuePurge sale.QueuePurger
+	QueuePurge boxoffice.QueuePurger
 	// Publisher takes the outbox's booking events: Kafka, or the log.
 	Publisher outbox.Publisher
 	// IDs makes the Snowflake ids; nil: a generator for Options.NodeID.

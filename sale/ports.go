@@ -169,11 +169,5 @@ type Upkeep struct {
 	*core
 	store      UpkeepStore
 	tickets    *Tickets
-	queuePurge QueuePurger // nil: the queue's entries expire by themselves
-}
-
-// QueuePurger deletes a queue's requests decided before cutoff, up to
-// limit a call, and says how many (sqlite.Queue).
-type QueuePurger interface {
-	PurgeDecided(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	queuePurge boxoffice.QueuePurger // nil: the queue's entries expire by themselves
 }

@@ -212,7 +212,7 @@ type Deps struct {
 	// QueuePurge deletes the queue's requests decided long ago, for a
 	// queue whose entries do not expire by themselves (the embedded one);
 	// nil: they do (Redis's TTL).
-	QueuePurge QueuePurger
+	QueuePurge boxoffice.QueuePurger
 	// Layouts are the events' seat layouts, shared with the seat map; nil:
 	// a cache of Config.CacheEvents layouts over Store.
 	Layouts *layout.Cache

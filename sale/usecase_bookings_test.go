@@ -236,8 +236,8 @@ func TestConfirmWhileTheLeaseIsHeldAnswersWhatIsWritten(t *testing.T) {
 	}
 }
 
-// gatedLeases holds each release of a confirm's lease back until the test lets it go (a value
-// sent on gate), saying on started that one is waiting.
+// gatedLeases holds each release of a confirm's lease back until the test
+// lets it go (a value sent on gate), saying on started that one is waiting.
 type gatedLeases struct {
 	*inmem.Leases
 	gate, started chan struct{}

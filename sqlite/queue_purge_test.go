@@ -50,7 +50,7 @@ func TestPurgeDecidedKeepsTheLiveAndTheLog(t *testing.T) {
 
 	old := admit("old")   // decided on day 0: purged
 	live := admit("live") // still queued: kept
-	last := admit("last") // decided, but the log's last place: kept
+	last := admit("last") // decided on day 2, after the cutoff: kept
 	if got := consumeOne(t, q); got.ID != old.ID {
 		t.Fatalf("the drain took %d first, want %d", got.ID, old.ID)
 	}
