@@ -50,6 +50,8 @@ type pace struct {
 }
 
 type drain struct {
+	// fetching is held by the one caller reading the progress afresh.
+	fetching   sync.Mutex
 	mu         sync.Mutex
 	asked      time.Time // when a request's ticket last read it
 	fetched    time.Time // when prog was read
@@ -70,6 +72,9 @@ const (
 	// progressTTL bounds how often one process reads an event's counters,
 	// however many clients poll.
 	progressTTL = 250 * time.Millisecond
+	// progressStale is how old a read may be that callers answer from
+	// while another caller reads afresh; past it they wait for that read.
+	progressStale = 2 * time.Second
 	// rateSample is the shortest interval a rate is measured over, and
 	// rateTau the EWMA's time constant: about the last 3s count.
 	rateSample = time.Second
@@ -174,19 +179,28 @@ func (e *estimator) sample(ctx context.Context, eventID boxoffice.ID) (pace, err
 
 // read returns the event's pace, reading the progress if the last read is
 // older than progressTTL; asked says a request's ticket needs it (rather
-// than a scrape of the metrics).
+// than a scrape of the metrics). One caller reads while the others answer
+// from the read before, up to progressStale old: a poll or an admission
+// batch never waits for another caller's round trip to the queue state.
 func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) (pace, error) {
 	d := e.drain(eventID)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	now := e.now()
-	if asked {
-		d.asked = now
+	if p, ok := d.younger(e.now(), progressTTL, asked); ok {
+		return p, nil
 	}
-	if now.Sub(d.fetched) < progressTTL {
-		return d.pace(now), nil
+	if !d.fetching.TryLock() {
+		if p, ok := d.younger(e.now(), progressStale, false); ok {
+			return p, nil
+		}
+		d.fetching.Lock()
+	}
+	defer d.fetching.Unlock()
+	now := e.now()
+	if p, ok := d.younger(now, progressTTL, false); ok {
+		return p, nil // read while this caller waited
 	}
 	p, err := e.s.queue.Progress(ctx, eventID)
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if err != nil {
 		return pace{prog: p}, err
 	}
@@ -228,6 +242,20 @@ func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) 
 		d.at, d.served, d.admitted, d.backlog = now, p.Served, p.Admitted, p.Admitted > p.Served
 	}
 	return d.pace(now), nil
+}
+
+// younger returns the pace of the last read if it is younger than age;
+// asked records that a request's ticket wanted it.
+func (d *drain) younger(now time.Time, age time.Duration, asked bool) (pace, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if asked {
+		d.asked = now
+	}
+	if d.fetched.IsZero() || now.Sub(d.fetched) >= age {
+		return pace{}, false
+	}
+	return d.pace(now), true
 }
 
 // pace is the drain's pace as of now (d.mu held).

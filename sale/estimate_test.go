@@ -2,7 +2,9 @@ package sale
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,5 +121,109 @@ func TestEstimatorBurstUsesThePriorAsCapacity(t *testing.T) {
 	// then 2,000/s.
 	if w := waitAt(t, e, served+20_800); w < 12 || w > 16 {
 		t.Errorf("20,800 ahead: told %.1fs, want about 4 + 10 = 14s", w)
+	}
+}
+
+// gatedQueue is a scriptedQueue whose Progress, once gated, waits for the
+// test to let it through, and counts the reads.
+type gatedQueue struct {
+	scriptedQueue
+	reads   atomic.Int64
+	entered chan struct{} // a gated read has started
+	gate    chan struct{} // closed: the gated read answers
+}
+
+func (q *gatedQueue) Progress(ctx context.Context, id boxoffice.ID) (boxoffice.QueueProgress, error) {
+	if q.reads.Add(1) > 1 {
+		q.entered <- struct{}{}
+		<-q.gate
+	}
+	return q.scriptedQueue.Progress(ctx, id)
+}
+
+// While one caller reads the progress afresh, the others answer at once
+// from the read before (a poll never waits for another's round trip), up
+// to progressStale; past that they wait for a read of their own.
+func TestEstimatorAnswersFromTheLastReadWhileOneReads(t *testing.T) {
+	q := &gatedQueue{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC).UnixNano())
+	advance := func(d time.Duration) { clock.Add(int64(d)) }
+	s := &Queue{core: &core{cfg: Config{DrainPrior: 100, CacheEvents: 10}, queue: q}}
+	e := newEstimator(s)
+	e.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	ctx := context.Background()
+
+	q.set(1000, 100)
+	if p, err := e.sample(ctx, 1); err != nil || p.prog.Served != 100 {
+		t.Fatalf("first read: %+v, %v", p.prog, err)
+	}
+	advance(progressTTL)
+	q.set(1000, 300)
+	slow := make(chan pace, 1)
+	go func() {
+		p, err := e.sample(ctx, 1)
+		if err != nil {
+			t.Error(err)
+		}
+		slow <- p
+	}()
+	<-q.entered // the refresh is under way, and held
+
+	// Others answer from the last read without waiting for it. (The
+	// deadline only tells a deadlock from a failure: had they waited for
+	// the refresh, they would never answer.)
+	others := make(chan error, 1)
+	go func() {
+		for range 3 {
+			if p, err := e.sample(ctx, 1); err != nil || p.prog.Served != 100 {
+				others <- fmt.Errorf("during the refresh: %+v, %v; want the last read (served 100)", p.prog, err)
+				return
+			}
+		}
+		others <- nil
+	}()
+	select {
+	case err := <-others:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("callers waited for another's refresh of the progress")
+	}
+	if n := q.reads.Load(); n != 2 {
+		t.Fatalf("%d reads of the progress, want 2: one refresh at a time", n)
+	}
+
+	// A read older than progressStale is not told: the caller waits for
+	// the refresh, then reads afresh itself (the refresh started before
+	// the clock moved).
+	advance(progressStale)
+	q.set(1000, 600)
+	waited := make(chan pace, 1)
+	go func() {
+		p, err := e.sample(ctx, 1)
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- p
+	}()
+	// It cannot answer before the refresh does; a stale answer would come
+	// at once (the wait only gives the goroutine time to run, and cannot
+	// fail a correct estimator).
+	select {
+	case p := <-waited:
+		t.Fatalf("answered %+v from a read older than progressStale", p.prog)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(q.gate)
+	if p := <-slow; p.prog.Served != 600 {
+		t.Fatalf("the refresh answered %+v, want what it read (served 600)", p.prog)
+	}
+	if p := <-waited; p.prog.Served != 600 {
+		t.Fatalf("past progressStale: %+v, want a read of its own (served 600)", p.prog)
+	}
+	if n := q.reads.Load(); n != 3 {
+		t.Fatalf("%d reads of the progress, want 3", n)
 	}
 }
