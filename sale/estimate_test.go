@@ -160,14 +160,19 @@ func TestEstimatorAnswersFromTheLastReadWhileOneReads(t *testing.T) {
 	}
 	advance(progressTTL)
 	q.set(1000, 300)
-	slow := make(chan pace, 1)
-	go func() {
-		p, err := e.sample(ctx, 1)
-		if err != nil {
-			t.Error(err)
-		}
-		slow <- p
-	}()
+	// sampling starts a sample of its own and hands over its answer.
+	sampling := func() <-chan pace {
+		out := make(chan pace, 1)
+		go func() {
+			p, err := e.sample(ctx, 1)
+			if err != nil {
+				t.Error(err)
+			}
+			out <- p
+		}()
+		return out
+	}
+	slow := sampling()
 	<-q.entered // the refresh is under way, and held
 
 	// Others answer from the last read without waiting for it. (The
@@ -200,14 +205,7 @@ func TestEstimatorAnswersFromTheLastReadWhileOneReads(t *testing.T) {
 	// the clock moved).
 	advance(progressStale)
 	q.set(1000, 600)
-	waited := make(chan pace, 1)
-	go func() {
-		p, err := e.sample(ctx, 1)
-		if err != nil {
-			t.Error(err)
-		}
-		waited <- p
-	}()
+	waited := sampling()
 	// It cannot answer before the refresh does; a stale answer would come
 	// at once (the wait only gives the goroutine time to run, and cannot
 	// fail a correct estimator).
