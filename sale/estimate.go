@@ -184,20 +184,13 @@ func (e *estimator) sample(ctx context.Context, eventID boxoffice.ID) (pace, err
 // batch never waits for another caller's round trip to the queue state.
 func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) (pace, error) {
 	d := e.drain(eventID)
-	if p, ok := d.younger(e.now(), progressTTL, asked); ok {
-		return p, nil
-	}
-	if !d.fetching.TryLock() {
-		if p, ok := d.younger(e.now(), progressStale, false); ok {
-			return p, nil
-		}
-		d.fetching.Lock()
-	}
-	defer d.fetching.Unlock()
+	younger := func(age time.Duration) (pace, bool) { return d.younger(e.now(), age, asked) }
+	return readThrough(&d.fetching, younger, progressTTL, progressStale, func() (pace, error) { return e.fetch(ctx, eventID, d) })
+}
+
+// fetch reads the event's progress into d and measures the rate from it.
+func (e *estimator) fetch(ctx context.Context, eventID boxoffice.ID, d *drain) (pace, error) {
 	now := e.now()
-	if p, ok := d.younger(now, progressTTL, false); ok {
-		return p, nil // read while this caller waited
-	}
 	p, err := e.s.queue.Progress(ctx, eventID)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -245,7 +238,7 @@ func (e *estimator) read(ctx context.Context, eventID boxoffice.ID, asked bool) 
 }
 
 // younger returns the pace of the last read if it is younger than age;
-// asked records that a request's ticket wanted it.
+// asked records that a request's ticket wanted it (now).
 func (d *drain) younger(now time.Time, age time.Duration, asked bool) (pace, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -69,7 +69,7 @@ func (inv *inventory) result() (*inventory, error) {
 // than inventoryTTL; nil without a seat map to count from. While one
 // caller counts, the others go on with the previous count if it is not
 // older than the count may take more (inventoryWait): the front door
-// never queues behind a count.
+// never queues behind a count (readThrough).
 func (s *core) inventory(ctx context.Context, l *layout.Layout) (*inventory, error) {
 	if s.avail == nil {
 		return nil, nil
@@ -82,25 +82,22 @@ func (s *core) inventory(ctx context.Context, l *layout.Layout) (*inventory, err
 	}
 	s.invs.mu.Unlock()
 
-	youngerThan := func(d time.Duration) *inventory {
-		if cur := e.inv.Load(); cur != nil && time.Since(cur.at) < d {
-			return cur
-		}
-		return nil
+	youngerThan := func(d time.Duration) (*inventory, bool) {
+		cur := e.inv.Load()
+		return cur, cur != nil && time.Since(cur.at) < d
 	}
-	if cur := youngerThan(inventoryTTL); cur != nil {
-		return cur.result()
+	inv, err := readThrough(&e.counting, youngerThan, inventoryTTL, inventoryTTL+inventoryWait,
+		func() (*inventory, error) { return s.countInventory(ctx, l, e) })
+	if err != nil || inv == nil {
+		return nil, err
 	}
-	if !e.counting.TryLock() {
-		if cur := youngerThan(inventoryTTL + inventoryWait); cur != nil {
-			return cur.result()
-		}
-		e.counting.Lock()
-	}
-	defer e.counting.Unlock()
-	if cur := youngerThan(inventoryTTL); cur != nil {
-		return cur.result() // counted while this caller waited
-	}
+	return inv.result()
+}
+
+// countInventory counts the event's inventory from the seat map and keeps
+// it in e, or keeps the failure; nil without an error for a map of another
+// layout.
+func (s *core) countInventory(ctx context.Context, l *layout.Layout, e *inventoryEntry) (*inventory, error) {
 	now := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, inventoryWait)
 	statuses, err := s.avail.Statuses(wctx, l.Event.ID, inventoryTTL)
