@@ -709,6 +709,7 @@ func testQueueSoldOut(t *testing.T, s *Stack) {
 	var queuedBefore []string
 	var refused response
 	deadline := time.Now().Add(20 * time.Second)
+	step := time.Now()
 	for i := 0; ; i++ {
 		c := s.client(t, fmt.Sprintf("late-%d", i), "")
 		q, r := c.enqueue(ev, "k", "A-A-1")
@@ -721,7 +722,14 @@ func testQueueSoldOut(t *testing.T, s *Stack) {
 		if time.Now().After(deadline) {
 			t.Fatalf("still 202 after 20 s of a sold-out event (%d requests)", i+1)
 		}
-		s.Advance(250 * time.Millisecond) // the seat map's clock: real, or the stack's
+		// The stack's clock (the seat map's and the holds') moves as the
+		// real one does, which the inventory's second is measured on: a
+		// fixed step a request ran the holds out (10 minutes) before the
+		// count's second was up on a fast machine, and the seats were
+		// free again.
+		time.Sleep(5 * time.Millisecond)
+		s.Advance(time.Since(step))
+		step = time.Now()
 	}
 	if p := refused.problem(t); refused.Status != http.StatusConflict || p.Code != boxoffice.ESOLDOUT || p.WaitlistURL != waitlist {
 		t.Fatalf("a request after the sell-out: %d %+v, want 409 sold_out with %s", refused.Status, p, waitlist)
