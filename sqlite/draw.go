@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -142,19 +143,40 @@ func (s *Store) MarkDrawReleased(ctx context.Context, eventID boxoffice.ID) erro
 	})
 }
 
+// cutShortSQL lists the events whose draw the embedded queue left cut
+// short, through queue_events_draw_fence.
+const cutShortSQL = `SELECT event_id FROM queue_events WHERE draw_fence IS NOT NULL ORDER BY draw_fence LIMIT ?`
+
 // DrawsDue lists the draws not released whose sale has opened by now, of
 // shows not started, oldest opening first: a range of the partial index
-// event_draws_due (0011), each row's event read by its key.
+// event_draws_due (0011), each row's event read by its key. A draw the
+// embedded queue left cut short is due whatever its show's time: its
+// fence holds every event's consumers (Queue.Open).
 func (s *Store) DrawsDue(ctx context.Context, now time.Time, limit int) ([]boxoffice.ID, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.query(ctx, `
+	ids, err := s.ids(ctx, cutShortSQL, limit)
+	if err != nil {
+		return nil, err
+	}
+	due, err := s.ids(ctx, `
 		SELECT d.event_id
 		FROM event_draws d JOIN events e ON e.id = d.event_id
 		WHERE d.released = 0 AND d.sale_opens_at <= ?1 AND e.starts_at > ?1
 		ORDER BY d.sale_opens_at, d.event_id
 		LIMIT ?2`, millis(now), limit)
+	for _, id := range due {
+		if len(ids) < limit && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, err
+}
+
+// ids runs a query of one column of ids.
+func (s *Store) ids(ctx context.Context, query string, args ...any) ([]boxoffice.ID, error) {
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, translate(err, "database")
 	}

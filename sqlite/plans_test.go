@@ -18,9 +18,9 @@ import (
 func TestBatchReadsProbeTheirRows(t *testing.T) {
 	s := openStore(t)
 	check := func(when string) {
-		for name, q := range map[string]string{"entries": entriesSQL, "idempotencies": idempotenciesSQL, "finish": finishSQL, "open": openDrawSQL} {
+		for name, q := range map[string]string{"entries": entriesSQL, "idempotencies": idempotenciesSQL, "finish": finishSQL, "draw": drawChunkSQL} {
 			args := []any{"[]"}
-			if name == "open" {
+			if name == "draw" {
 				args = []any{0, 0, "[]"}
 			}
 			checkProbes(t, s, when+", "+name, "PRIMARY KEY", q, args...)

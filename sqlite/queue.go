@@ -34,6 +34,12 @@ type Queue struct {
 	mu    sync.Mutex
 	taken int64
 	turn  <-chan struct{} // closed when the last batch taken has held
+
+	// drawChunk overrides the const of that name, and afterChunk, if set,
+	// runs after each chunk of a draw is written (its error stops the draw
+	// there, as a crash would): for tests (export_test.go).
+	drawChunk  int
+	afterChunk func(chunk int) error
 }
 
 var (
@@ -340,9 +346,12 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// nextLogSeqSQL is the log's next place: one look-up at the end of
-// queue_requests_log.
-const nextLogSeqSQL = `SELECT coalesce(max(log_seq), 0) + 1 FROM queue_requests`
+// nextLogSeqSQL is the log's next place, after the last one given and the
+// last one a draw in progress reserved: one look-up at the end of
+// queue_requests_log and one of queue_events_draw_end.
+const nextLogSeqSQL = `SELECT max(
+	coalesce((SELECT max(log_seq) FROM queue_requests), 0),
+	coalesce((SELECT max(draw_end) FROM queue_events WHERE draw_end IS NOT NULL), 1) - 1) + 1`
 
 func nextLogSeq(ctx context.Context, tx *txn) (int64, error) {
 	var seq int64
@@ -507,64 +516,53 @@ func (q *Queue) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 	return first, nil
 }
 
-// openDrawSQL gives the drawn requests, a JSON array of ids in draw
-// order, their positions after ?1 and their places in the log from ?2:
-// one primary-key probe each (TestBatchReadsProbeTheirRows).
-const openDrawSQL = `
+// drawChunk is how many drawn requests one write transaction gives their
+// positions (40–80 ms of the writer here): the burst at the opening, and
+// every other event's writes, go between the chunks. One UPDATE of a
+// 60,000-request pre-queue held the writer 1.1 s. Chunks of 1,024 or 2,048
+// drew it out over the burst and slowed the drain and the reserves in the
+// drill (docs/benchmarks.md, stop 55).
+const drawChunk = 4096
+
+// drawChunkSQL gives a chunk of the drawn requests, a JSON array of ids in
+// draw order, their positions after ?1 and their places in the log from
+// ?2: one primary-key probe each (TestBatchReadsProbeTheirRows). A request
+// given its place before (a draw cut short, done again) is left as it is.
+const drawChunkSQL = `
 	UPDATE queue_requests AS q
 	SET status = 'queued', position = ?1 + j.key + 1, log_seq = ?2 + j.key
 	FROM json_each(?3) AS j
-	WHERE q.id = j.value`
+	WHERE q.id = j.value AND q.status = 'waiting'`
 
-// Open gives the pre-queue its positions, in the order draw gives.
+// pool is a pre-queue frozen for its draw: its requests get the positions
+// after base and the log's places [seq, end), in the draw's order.
+type pool struct{ base, seq, end int64 }
+
+// Open gives the pre-queue its positions, in the order draw gives, in
+// steps as the production queue state does, so that the opening's burst
+// never waits for the whole draw:
+//  1. one transaction freezes the pre-queue and opens the event: its
+//     positions and places in the log are reserved, and later arrivals
+//     are queued behind them at once;
+//  2. the pool is drawn and written drawChunk requests a transaction,
+//     in the log's order; each moves the draw's fence past its chunk;
+//  3. one transaction clears what the draw reserved.
+//
+// No consumer reads the log at or past the fence (nextSQL): nothing queued
+// after the pool is served before it, and the drain starts on the drawn
+// requests as their chunks are written.
+// A draw cut short (a crash, an error) leaves the event opened with its
+// pool reserved; the next Open draws the same pool again (the draw is a
+// function of its requests: the event's seed) and writes what is left.
 func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]*boxoffice.QueuedRequest, error) {
-	err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_events (event_id) VALUES (?) ON CONFLICT DO NOTHING`, eventID); err != nil {
-			return err
-		}
-		var opened bool
-		var admitted int64
-		if err := tx.QueryRowContext(ctx, `SELECT opened, admitted FROM queue_events WHERE event_id = ?`, eventID).Scan(&opened, &admitted); err != nil {
-			return err
-		}
-		if opened {
-			return nil
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM queue_requests WHERE event_id = ? AND status = 'waiting' ORDER BY id`, eventID)
-		if err != nil {
-			return err
-		}
-		var ids []boxoffice.ID
-		for rows.Next() {
-			var id boxoffice.ID
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if ids, err = boxoffice.ApplyDraw(draw, ids); err != nil {
-			return err
-		}
-		seq, err := nextLogSeq(ctx, tx)
-		if err != nil {
-			return err
-		}
-		// One statement for the whole draw: the burst at the opening waits
-		// for the writer meanwhile (BenchmarkOpenDraw).
-		if _, err := tx.ExecContext(ctx, openDrawSQL, admitted, seq, jsonIDs(ids)); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE queue_events SET opened = 1, waiting = 0, admitted = ? WHERE event_id = ?`,
-			admitted+int64(len(ids)), eventID)
-		return err
-	})
+	p, err := q.closePreQueue(ctx, eventID)
 	if err != nil {
 		return nil, translate(err, "database")
+	}
+	if p != nil {
+		if err := q.drawPool(ctx, eventID, *p, draw); err != nil {
+			return nil, translate(err, "database")
+		}
 	}
 	q.poke()
 	// What the pre-queue held, opened now or before, in position order.
@@ -583,6 +581,112 @@ func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []
 		out = append(out, e.Request)
 	}
 	return out, translate(rows.Err(), "database")
+}
+
+// closePreQueue opens eventID, freezing its pre-queue into the pool to
+// draw (step 1 of Open): nil when there is nothing (left) to draw.
+func (q *Queue) closePreQueue(ctx context.Context, eventID boxoffice.ID) (*pool, error) {
+	var p *pool
+	err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO queue_events (event_id) VALUES (?) ON CONFLICT DO NOTHING`, eventID); err != nil {
+			return err
+		}
+		var (
+			opened         bool
+			admitted       int64
+			base, seq, end sql.NullInt64
+		)
+		if err := tx.QueryRowContext(ctx, `SELECT opened, admitted, draw_base, draw_seq, draw_end FROM queue_events WHERE event_id = ?`,
+			eventID).Scan(&opened, &admitted, &base, &seq, &end); err != nil {
+			return err
+		}
+		if opened {
+			if seq.Valid { // a draw cut short
+				p = &pool{base.Int64, seq.Int64, end.Int64}
+			}
+			return nil
+		}
+		var n int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM queue_requests WHERE event_id = ? AND status = 'waiting'`,
+			eventID).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			_, err := tx.ExecContext(ctx, `UPDATE queue_events SET opened = 1, waiting = 0 WHERE event_id = ?`, eventID)
+			return err
+		}
+		first, err := nextLogSeq(ctx, tx)
+		if err != nil {
+			return err
+		}
+		p = &pool{admitted, first, first + n}
+		_, err = tx.ExecContext(ctx, `UPDATE queue_events SET opened = 1, waiting = 0, admitted = ?2,
+			draw_base = ?3, draw_seq = ?4, draw_end = ?5, draw_fence = ?4 WHERE event_id = ?1`, eventID, admitted+n, p.base, p.seq, p.end)
+		return err
+	})
+	return p, err
+}
+
+// drawPoolSQL reads a frozen pool: the event's requests still waiting, and
+// those with a position of the pool's, in (?2, ?3]; through
+// queue_requests_waiting and queue_requests_position.
+const drawPoolSQL = `
+	SELECT id FROM queue_requests WHERE event_id = ?1 AND status = 'waiting'
+	UNION ALL
+	SELECT id FROM queue_requests WHERE event_id = ?1 AND position > ?2 AND position <= ?3
+	ORDER BY id`
+
+// drawPool draws p and writes it (steps 2 and 3 of Open). The pool is the
+// requests still waiting and those a draw cut short gave their positions,
+// found again by those positions: what the pre-queue held when it froze.
+func (q *Queue) drawPool(ctx context.Context, eventID boxoffice.ID, p pool, draw func(ids []boxoffice.ID) []boxoffice.ID) error {
+	rows, err := q.s.query(ctx, drawPoolSQL, eventID, p.base, p.base+(p.end-p.seq))
+	if err != nil {
+		return err
+	}
+	ids, err := collect(rows, func(r scanner) (boxoffice.ID, error) {
+		var id boxoffice.ID
+		return id, r.Scan(&id)
+	})
+	if err != nil {
+		return err
+	}
+	if int64(len(ids)) != p.end-p.seq {
+		return boxoffice.Errorf(boxoffice.EINTERNAL, "the pre-queue of event %d froze with %d requests, %d found to draw", eventID, p.end-p.seq, len(ids))
+	}
+	if ids, err = boxoffice.ApplyDraw(draw, ids); err != nil {
+		return err
+	}
+	size := q.drawChunk
+	if size <= 0 {
+		size = drawChunk
+	}
+	for i, chunk := 0, 0; i < len(ids); i, chunk = i+size, chunk+1 {
+		part := ids[i:min(i+size, len(ids))]
+		err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+			if _, err := tx.ExecContext(ctx, drawChunkSQL, p.base+int64(i), p.seq+int64(i), jsonIDs(part)); err != nil {
+				return err
+			}
+			// The consumers may go on into the chunk (woken below).
+			_, err := tx.ExecContext(ctx, `UPDATE queue_events SET draw_fence = max(draw_fence, ?) WHERE event_id = ?`,
+				p.seq+int64(i+len(part)), eventID)
+			return err
+		})
+		if err == nil {
+			q.poke()
+			if q.afterChunk != nil {
+				err = q.afterChunk(chunk)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
+		_, err := tx.ExecContext(ctx, `UPDATE queue_events SET draw_base = NULL, draw_seq = NULL, draw_end = NULL, draw_fence = NULL
+			WHERE event_id = ?`, eventID)
+		return err
+	})
 }
 
 // purgeDecidedSQL deletes up to ?3 requests decided before ?2 (millis),
@@ -621,13 +725,15 @@ func (q *Queue) PurgeDecided(ctx context.Context, cutoff time.Time, limit int) (
 // Progress returns the event's queue counters.
 func (q *Queue) Progress(ctx context.Context, eventID boxoffice.ID) (boxoffice.QueueProgress, error) {
 	var p boxoffice.QueueProgress
-	err := q.s.queryRow(ctx, `SELECT admitted, served, waiting, opened, sold_out_upto FROM queue_events WHERE event_id = ?`, eventID).
-		Scan(&p.Admitted, &p.Served, &p.Waiting, &p.Opened, &p.SoldOutUpTo)
+	var drawn bool
+	err := q.s.queryRow(ctx, `SELECT admitted, served, waiting, opened, sold_out_upto, draw_fence IS NULL FROM queue_events WHERE event_id = ?`, eventID).
+		Scan(&p.Admitted, &p.Served, &p.Waiting, &p.Opened, &p.SoldOutUpTo, &drawn)
 	if err == sql.ErrNoRows {
 		return p, nil
 	}
-	// Open puts the drawn requests in the log in the same transaction.
-	p.Released = p.Opened
+	// The drawn requests are in the log (the table is the log) once the
+	// draw's last step has lifted its fence.
+	p.Released = p.Opened && drawn
 	return p, translate(err, "database")
 }
 
@@ -748,9 +854,14 @@ func (q *Queue) serve(ctx context.Context, from, last int64, size int, batch []*
 	}
 }
 
-// nextSQL reads queued requests in log order through queue_requests_todo.
+// nextSQL reads queued requests in log order through queue_requests_todo,
+// short of the first place a draw in progress has not written yet (see
+// Open): the fence is read in the same statement, so in the same snapshot
+// as the rows.
 const nextSQL = `SELECT ` + queueColumns + `, log_seq FROM queue_requests
-	WHERE status = 'queued' AND log_seq > ? AND log_seq <= ? ORDER BY log_seq LIMIT ?`
+	WHERE status = 'queued' AND log_seq > ?1 AND log_seq <= ?2
+	  AND log_seq < coalesce((SELECT min(draw_fence) FROM queue_events WHERE draw_fence IS NOT NULL), 9223372036854775807)
+	ORDER BY log_seq LIMIT ?3`
 
 // next reads up to n queued requests in (after, upTo].
 func (q *Queue) next(ctx context.Context, after, upTo int64, n int) ([]*boxoffice.QueuedRequest, int64, error) {

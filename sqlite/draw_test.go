@@ -1,0 +1,221 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/queuetest"
+)
+
+// A draw writes its positions a chunk at a time, in the log's order, and
+// other writes go between the chunks. One cut short (a crash) leaves the
+// event open with its pool reserved: requests arriving meanwhile are
+// queued behind the pool, and consumers read the chunks written but
+// nothing past them, of this event or any other, until the next Open has
+// drawn the rest. That Open gives every request the place the whole draw
+// would have given it.
+func TestADrawCutShortIsFinishedBehindItsFence(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "boxoffice.db"))
+	q := s.Queue()
+	admit := func(ev boxoffice.ID, user string, pre bool) *boxoffice.QueueEntry {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		out, err := q.AdmitMany(actx, []boxoffice.Admission{{Request: queuetest.Request(ev, user), MaxLive: 1, PreQueue: pre}})
+		if err == nil {
+			err = out[0].Err
+		}
+		if err != nil {
+			t.Fatalf("admit %s: %v", user, err)
+		}
+		return out[0].Entry
+	}
+	ids := func(rs []*boxoffice.QueuedRequest) []boxoffice.ID {
+		out := make([]boxoffice.ID, len(rs))
+		for i, r := range rs {
+			out[i] = r.ID
+		}
+		return out
+	}
+
+	other, ev := queuetest.QueuedEvent(t, s), queuetest.QueuedEvent(t, s)
+	var before, pool, after []boxoffice.ID // in the log's order
+	for i := range 3 {
+		before = append(before, admit(other, "early-"+strconv.Itoa(i), false).Request.ID)
+	}
+	for i := range 40 {
+		e := admit(ev, "waiting-"+strconv.Itoa(i), true)
+		if e.Status != boxoffice.QueueWaiting {
+			t.Fatalf("a pre-queued request is %s", e.Status)
+		}
+		pool = append(pool, e.Request.ID)
+	}
+	// The draw: the requests by id, backwards.
+	slices.Sort(pool)
+	slices.Reverse(pool)
+	reverse := func(ids []boxoffice.ID) []boxoffice.ID {
+		out := slices.Clone(ids)
+		slices.Sort(out)
+		slices.Reverse(out)
+		return out
+	}
+
+	crash := errors.New("crash")
+	q.SetDrawChunk(7, func(chunk int) error {
+		if chunk == 0 {
+			// The writer is free between chunks (this would wait for it
+			// until the timeout otherwise). The request is after the pool
+			// in the log, though of another event.
+			after = append(after, admit(other, "between-chunks", false).Request.ID)
+		}
+		if chunk == 2 {
+			return crash
+		}
+		return nil
+	})
+	if _, err := q.Open(ctx, ev, reverse); !errors.Is(err, crash) {
+		t.Fatalf("Open cut short: %v", err)
+	}
+	// Admissions after the cut: queued behind the pool, which keeps its
+	// positions and places in the log.
+	e := admit(ev, "late", false)
+	if e.Status != boxoffice.QueueQueued || e.Request.Position != 41 {
+		t.Fatalf("a request after the opening: %s at %d, want queued at 41", e.Status, e.Request.Position)
+	}
+	after = append(after, e.Request.ID, admit(other, "late", false).Request.ID)
+	p, err := q.Progress(ctx, ev)
+	if err != nil || p.Admitted != 41 || p.Waiting != 0 || !p.Opened || p.Released {
+		t.Fatalf("progress mid-draw: %+v, %v", p, err)
+	}
+
+	// The log stops where the draw did (3 chunks of 7), for every event.
+	got, _, err := q.Next(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := slices.Concat(before, pool[:21]); !slices.Equal(ids(got), want) {
+		t.Fatalf("the log mid-draw:\n%v\nwant the requests before the pool and its first 21\n%v", ids(got), want)
+	}
+
+	q.SetDrawChunk(7, nil)
+	drawn, err := q.Open(ctx, ev, reverse)
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	if !slices.Equal(ids(drawn), pool) {
+		t.Fatalf("drawn %v, want %v", ids(drawn), pool)
+	}
+	for i, r := range drawn {
+		if r.Position != int64(i+1) {
+			t.Fatalf("drawn[%d] at %d", i, r.Position)
+		}
+	}
+	if p, err := q.Progress(ctx, ev); err != nil || !p.Released {
+		t.Fatalf("progress after the draw: %+v, %v", p, err)
+	}
+	// Opening again draws nothing more and changes nothing.
+	if again, err := q.Open(ctx, ev, reverse); err != nil || !slices.Equal(ids(again), pool) {
+		t.Fatalf("a third Open: %v, %v", ids(again), err)
+	}
+	got, _, err = q.Next(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Concat(before, pool, after)
+	if !slices.Equal(ids(got), want) {
+		t.Fatalf("the log after the draw:\n%v\nwant\n%v", ids(got), want)
+	}
+}
+
+// A pre-queue larger than a chunk, drawn at once: the same positions as
+// the draw gives, and the consumers wake to it.
+func TestADrawInManyChunks(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "boxoffice.db"))
+	q := s.Queue()
+	q.SetDrawChunk(3, nil)
+	ev := queuetest.QueuedEvent(t, s)
+	as := make([]boxoffice.Admission, 50)
+	for i := range as {
+		as[i] = boxoffice.Admission{Request: queuetest.Request(ev, "u"+strconv.Itoa(i)), MaxLive: 1, PreQueue: true}
+	}
+	if _, err := q.AdmitMany(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	rotate := func(ids []boxoffice.ID) []boxoffice.ID { return append(slices.Clone(ids[17:]), ids[:17]...) }
+	drawn, err := q.Open(ctx, ev, rotate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drawn) != 50 {
+		t.Fatalf("drawn %d of 50", len(drawn))
+	}
+	for i, r := range drawn {
+		if want := as[(i+17)%50].Request.ID; r.ID != want || r.Position != int64(i+1) {
+			t.Fatalf("position %d: request %d, want %d", r.Position, r.ID, want)
+		}
+	}
+	got, last, err := q.Next(ctx, 0, 1000)
+	if err != nil || len(got) != 50 || got[0].ID != drawn[0].ID || got[49].ID != drawn[49].ID {
+		t.Fatalf("the log: %d requests up to %d, %v", len(got), last, err)
+	}
+}
+
+// A draw cut short holds every event's consumers at its fence, so the
+// opener must come back to it whatever its show's time: it is due until
+// it is finished, even once the show has started (when a draw is no
+// longer due otherwise).
+func TestADrawCutShortIsDueUntilFinished(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "boxoffice.db"))
+	q := s.Queue()
+	now := time.Now().UTC().Truncate(time.Second)
+	e := &boxoffice.Event{ID: boxoffice.ID(time.Now().UnixNano() >> 8), Name: "Q", Venue: "V", SaleMode: boxoffice.SaleQueued,
+		StartsAt: now.Add(time.Hour), SaleOpensAt: now, TicketLimit: 8, CreatedAt: now, DrawSeed: make([]byte, boxoffice.DrawSeedSize),
+		Sections: []boxoffice.Section{{Name: "A", PriceTier: "t", PriceCents: 100, Rows: 1, SeatsPerRow: 5}}}
+	if err := s.CreateEvent(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	as := make([]boxoffice.Admission, 10)
+	for i := range as {
+		as[i] = boxoffice.Admission{Request: queuetest.Request(e.ID, "u"+strconv.Itoa(i)), MaxLive: 1, PreQueue: true}
+	}
+	if _, err := q.AdmitMany(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	started := now.Add(2 * time.Hour)
+	due := func() []boxoffice.ID {
+		t.Helper()
+		ids, err := s.DrawsDue(ctx, started, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if ids := due(); len(ids) != 0 {
+		t.Fatalf("due after the show started, before the opening: %v", ids)
+	}
+	crash := errors.New("crash")
+	q.SetDrawChunk(3, func(int) error { return crash })
+	same := func(ids []boxoffice.ID) []boxoffice.ID { return ids }
+	if _, err := q.Open(ctx, e.ID, same); !errors.Is(err, crash) {
+		t.Fatalf("Open cut short: %v", err)
+	}
+	if ids := due(); !slices.Equal(ids, []boxoffice.ID{e.ID}) {
+		t.Fatalf("due after the show started, the draw cut short: %v", ids)
+	}
+	q.SetDrawChunk(3, nil)
+	if drawn, err := q.Open(ctx, e.ID, same); err != nil || len(drawn) != 10 {
+		t.Fatalf("Open again: %d drawn, %v", len(drawn), err)
+	}
+	if ids := due(); len(ids) != 0 {
+		t.Fatalf("due after the show started, the draw finished: %v", ids)
+	}
+}
