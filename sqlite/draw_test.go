@@ -219,3 +219,66 @@ func TestADrawCutShortIsDueUntilFinished(t *testing.T) {
 		t.Fatalf("due after the show started, the draw finished: %v", ids)
 	}
 }
+
+// A draw cut short and done again in another order (a draw that is not a
+// function of its pool, or a pool that lost a decided request since)
+// keeps what it wrote and gives the rest the positions still free: every
+// request of the pool one, none twice, and the draw ends.
+func TestADrawCutShortAndDrawnOtherwiseGivesEachPlaceOnce(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "boxoffice.db"))
+	q := s.Queue()
+	ev := queuetest.QueuedEvent(t, s)
+	as := make([]boxoffice.Admission, 20)
+	for i := range as {
+		as[i] = boxoffice.Admission{Request: queuetest.Request(ev, "u"+strconv.Itoa(i)), MaxLive: 1, PreQueue: true}
+	}
+	if _, err := q.AdmitMany(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	reverse := func(ids []boxoffice.ID) []boxoffice.ID {
+		out := slices.Clone(ids)
+		slices.Reverse(out)
+		return out
+	}
+	crash := errors.New("crash")
+	q.SetDrawChunk(6, func(int) error { return crash })
+	if _, err := q.Open(ctx, ev, reverse); !errors.Is(err, crash) {
+		t.Fatalf("Open cut short: %v", err)
+	}
+	q.SetDrawChunk(6, nil)
+	same := func(ids []boxoffice.ID) []boxoffice.ID { return ids }
+	drawn, err := q.Open(ctx, ev, same)
+	if err != nil {
+		t.Fatalf("Open again in another order: %v", err)
+	}
+	var got []boxoffice.ID
+	for i, r := range drawn {
+		if r.Position != int64(i+1) {
+			t.Fatalf("drawn[%d] at %d", i, r.Position)
+		}
+		got = append(got, r.ID)
+	}
+	// The first chunk of the first order, then the rest in the second.
+	var first, rest []boxoffice.ID
+	for i := len(as) - 1; i >= 0; i-- {
+		if len(first) < 6 {
+			first = append(first, as[i].Request.ID)
+		}
+	}
+	for _, a := range as {
+		if !slices.Contains(first, a.Request.ID) {
+			rest = append(rest, a.Request.ID)
+		}
+	}
+	if want := slices.Concat(first, rest); !slices.Equal(got, want) {
+		t.Fatalf("drawn\n%v\nwant\n%v", got, want)
+	}
+	if p, err := q.Progress(ctx, ev); err != nil || !p.Released {
+		t.Fatalf("progress: %+v, %v", p, err)
+	}
+	log, _, err := q.Next(ctx, 0, 100)
+	if err != nil || len(log) != len(as) {
+		t.Fatalf("the log: %d requests, %v", len(log), err)
+	}
+}

@@ -524,15 +524,16 @@ func (q *Queue) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 // drill (docs/benchmarks.md, stop 55).
 const drawChunk = 4096
 
-// drawChunkSQL gives a chunk of the drawn requests, a JSON array of ids in
-// draw order, their positions after ?1 and their places in the log from
-// ?2: one primary-key probe each (TestBatchReadsProbeTheirRows). A request
-// given its place before (a draw cut short, done again) is left as it is.
+// drawChunkSQL gives a chunk of the drawn requests their positions and
+// their places in the log (?1 + the position): ?2 is a JSON array of [id,
+// position] pairs, one primary-key probe each
+// (TestBatchReadsProbeTheirRows). A request given its place before (a draw
+// cut short, done again) is left as it is.
 const drawChunkSQL = `
 	UPDATE queue_requests AS q
-	SET status = 'queued', position = ?1 + j.key + 1, log_seq = ?2 + j.key
-	FROM json_each(?3) AS j
-	WHERE q.id = j.value AND q.status = 'waiting'`
+	SET status = 'queued', position = j.value ->> 1, log_seq = ?1 + (j.value ->> 1)
+	FROM json_each(?2) AS j
+	WHERE q.id = j.value ->> 0 AND q.status = 'waiting'`
 
 // pool is a pre-queue frozen for its draw: its requests get the positions
 // after base and the log's places [seq, end), in the draw's order.
@@ -627,49 +628,80 @@ func (q *Queue) closePreQueue(ctx context.Context, eventID boxoffice.ID) (*pool,
 	return p, err
 }
 
-// drawPoolSQL reads a frozen pool: the event's requests still waiting, and
-// those with a position of the pool's, in (?2, ?3]; through
-// queue_requests_waiting and queue_requests_position.
+// drawPoolSQL reads a frozen pool: the event's requests still waiting
+// (position 0), and those with a position of the pool's, in (?2, ?3];
+// through queue_requests_waiting and queue_requests_position.
 const drawPoolSQL = `
-	SELECT id FROM queue_requests WHERE event_id = ?1 AND status = 'waiting'
+	SELECT id, 0 FROM queue_requests WHERE event_id = ?1 AND status = 'waiting'
 	UNION ALL
-	SELECT id FROM queue_requests WHERE event_id = ?1 AND position > ?2 AND position <= ?3
+	SELECT id, position FROM queue_requests WHERE event_id = ?1 AND position > ?2 AND position <= ?3
 	ORDER BY id`
 
 // drawPool draws p and writes it (steps 2 and 3 of Open). The pool is the
 // requests still waiting and those a draw cut short gave their positions,
 // found again by those positions: what the pre-queue held when it froze.
 func (q *Queue) drawPool(ctx context.Context, eventID boxoffice.ID, p pool, draw func(ids []boxoffice.ID) []boxoffice.ID) error {
-	rows, err := q.s.query(ctx, drawPoolSQL, eventID, p.base, p.base+(p.end-p.seq))
+	n := p.end - p.seq
+	rows, err := q.s.query(ctx, drawPoolSQL, eventID, p.base, p.base+n)
 	if err != nil {
 		return err
 	}
-	ids, err := collect(rows, func(r scanner) (boxoffice.ID, error) {
-		var id boxoffice.ID
-		return id, r.Scan(&id)
+	type member struct{ id, pos int64 } // pos 0: still waiting
+	pool, err := collect(rows, func(r scanner) (member, error) {
+		var m member
+		return m, r.Scan(&m.id, &m.pos)
 	})
 	if err != nil {
 		return err
 	}
-	if int64(len(ids)) != p.end-p.seq {
-		return boxoffice.Errorf(boxoffice.EINTERNAL, "the pre-queue of event %d froze with %d requests, %d found to draw", eventID, p.end-p.seq, len(ids))
+	ids := make([]boxoffice.ID, len(pool))
+	waiting := make(map[boxoffice.ID]bool, len(pool))
+	taken := make(map[int64]bool)
+	for i, m := range pool {
+		ids[i] = boxoffice.ID(m.id)
+		if m.pos == 0 {
+			waiting[ids[i]] = true
+		} else {
+			taken[m.pos] = true
+		}
 	}
 	if ids, err = boxoffice.ApplyDraw(draw, ids); err != nil {
 		return err
+	}
+	// The waiting requests, in drawn order, take the pool's positions
+	// still free, in order: all of them on a first draw, and on a draw cut
+	// short the ones after those it wrote, as the whole draw would have
+	// given them (the draw is a function of the pool). A pool that lost a
+	// decided request since (purged) still gets unique places.
+	var assign [][2]int64
+	next := p.base + 1
+	for _, id := range ids {
+		if !waiting[id] {
+			continue
+		}
+		for taken[next] {
+			next++
+		}
+		if next > p.base+n {
+			return boxoffice.Errorf(boxoffice.EINTERNAL, "the pre-queue of event %d froze with %d requests, more found waiting", eventID, n)
+		}
+		assign = append(assign, [2]int64{int64(id), next})
+		next++
 	}
 	size := q.drawChunk
 	if size <= 0 {
 		size = drawChunk
 	}
-	for i, chunk := 0, 0; i < len(ids); i, chunk = i+size, chunk+1 {
-		part := ids[i:min(i+size, len(ids))]
+	for i, chunk := 0, 0; i < len(assign); i, chunk = i+size, chunk+1 {
+		part := assign[i:min(i+size, len(assign))]
 		err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-			if _, err := tx.ExecContext(ctx, drawChunkSQL, p.base+int64(i), p.seq+int64(i), jsonIDs(part)); err != nil {
+			if _, err := tx.ExecContext(ctx, drawChunkSQL, p.seq-p.base-1, mustJSON(part)); err != nil {
 				return err
 			}
-			// The consumers may go on into the chunk (woken below).
+			// Every place up to the chunk's last is written now: the
+			// consumers may go on into it (woken below).
 			_, err := tx.ExecContext(ctx, `UPDATE queue_events SET draw_fence = max(draw_fence, ?) WHERE event_id = ?`,
-				p.seq+int64(i+len(part)), eventID)
+				p.seq+part[len(part)-1][1]-p.base, eventID)
 			return err
 		})
 		if err == nil {
