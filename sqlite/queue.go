@@ -554,7 +554,8 @@ type pool struct{ base, seq, end int64 }
 // requests as their chunks are written.
 // A draw cut short (a crash, an error) leaves the event opened with its
 // pool reserved; the next Open draws the same pool again (the draw is a
-// function of its requests: the event's seed) and writes what is left.
+// function of its requests: the event's seed) and gives the requests
+// still waiting the positions still free (drawPool).
 func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]*boxoffice.QueuedRequest, error) {
 	p, err := q.closePreQueue(ctx, eventID)
 	if err != nil {
