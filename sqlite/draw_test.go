@@ -221,9 +221,9 @@ func TestADrawCutShortIsDueUntilFinished(t *testing.T) {
 }
 
 // A draw cut short and done again in another order (a draw that is not a
-// function of its pool, or a pool that lost a decided request since)
-// keeps what it wrote and gives the rest the positions still free: every
-// request of the pool one, none twice, and the draw ends.
+// function of its pool) keeps what it wrote and gives the rest the
+// positions after it: every request of the pool one, none twice, and the
+// draw ends.
 func TestADrawCutShortAndDrawnOtherwiseGivesEachPlaceOnce(t *testing.T) {
 	ctx := t.Context()
 	s := open(t, filepath.Join(t.TempDir(), "boxoffice.db"))
@@ -279,6 +279,56 @@ func TestADrawCutShortAndDrawnOtherwiseGivesEachPlaceOnce(t *testing.T) {
 	}
 	log, _, err := q.Next(ctx, 0, 100)
 	if err != nil || len(log) != len(as) {
+		t.Fatalf("the log: %d requests, %v", len(log), err)
+	}
+}
+
+// A pool that lost a drawn request while its draw stayed cut short (one
+// decided and purged) still draws to the end. The lost one's position
+// stays a gap: the consumers may have read past its place in the log.
+func TestADrawCutShortThatLostARequestStillEnds(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "boxoffice.db")
+	s := open(t, path)
+	q := s.Queue()
+	ev := queuetest.QueuedEvent(t, s)
+	as := make([]boxoffice.Admission, 20)
+	for i := range as {
+		as[i] = boxoffice.Admission{Request: queuetest.Request(ev, "u"+strconv.Itoa(i)), MaxLive: 1, PreQueue: true}
+	}
+	if _, err := q.AdmitMany(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	same := func(ids []boxoffice.ID) []boxoffice.ID { return ids }
+	crash := errors.New("crash")
+	q.SetDrawChunk(6, func(int) error { return crash })
+	if _, err := q.Open(ctx, ev, same); !errors.Is(err, crash) {
+		t.Fatalf("Open cut short: %v", err)
+	}
+	if _, err := rawDB(t, path).ExecContext(ctx, `DELETE FROM queue_requests WHERE event_id = ? AND position = 3`, ev); err != nil {
+		t.Fatal(err)
+	}
+	q.SetDrawChunk(6, nil)
+	drawn, err := q.Open(ctx, ev, same)
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	var positions []int64
+	for _, r := range drawn {
+		positions = append(positions, r.Position)
+	}
+	want := []int64{1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+	if !slices.Equal(positions, want) {
+		t.Fatalf("positions %v, want %v", positions, want)
+	}
+	if drawn[5].ID != as[6].Request.ID {
+		t.Fatalf("position 7 went to %d, want %d", drawn[5].ID, as[6].Request.ID)
+	}
+	if p, err := q.Progress(ctx, ev); err != nil || !p.Released {
+		t.Fatalf("progress: %+v, %v", p, err)
+	}
+	log, _, err := q.Next(ctx, 0, 100)
+	if err != nil || len(log) != 19 {
 		t.Fatalf("the log: %d requests, %v", len(log), err)
 	}
 }

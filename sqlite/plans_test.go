@@ -21,7 +21,7 @@ func TestBatchReadsProbeTheirRows(t *testing.T) {
 		for name, q := range map[string]string{"entries": entriesSQL, "idempotencies": idempotenciesSQL, "finish": finishSQL, "draw": drawChunkSQL} {
 			args := []any{"[]"}
 			if name == "draw" {
-				args = []any{0, "[]"}
+				args = []any{0, 0, "[]"}
 			}
 			checkProbes(t, s, when+", "+name, "PRIMARY KEY", q, args...)
 		}

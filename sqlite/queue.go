@@ -524,20 +524,21 @@ func (q *Queue) FinishMany(ctx context.Context, rs []*boxoffice.QueuedRequest, o
 // drill (docs/benchmarks.md, stop 55).
 const drawChunk = 4096
 
-// drawChunkSQL gives a chunk of the drawn requests their positions and
-// their places in the log (?1 + the position): ?2 is a JSON array of [id,
-// position] pairs, one primary-key probe each
-// (TestBatchReadsProbeTheirRows). A request given its place before (a draw
-// cut short, done again) is left as it is.
+// drawChunkSQL gives a chunk of the drawn requests, a JSON array of ids
+// in drawn order, consecutive positions from ?1 and their places in the
+// log from ?2: one primary-key probe each (TestBatchReadsProbeTheirRows).
+// A request given its place before (a draw cut short, done again) is left
+// as it is.
 const drawChunkSQL = `
 	UPDATE queue_requests AS q
-	SET status = 'queued', position = j.value ->> 1, log_seq = ?1 + (j.value ->> 1)
-	FROM json_each(?2) AS j
-	WHERE q.id = j.value ->> 0 AND q.status = 'waiting'`
+	SET status = 'queued', position = ?1 + j.key, log_seq = ?2 + j.key
+	FROM json_each(?3) AS j
+	WHERE q.id = j.value AND q.status = 'waiting'`
 
 // pool is a pre-queue frozen for its draw: its requests get the positions
-// after base and the log's places [seq, end), in the draw's order.
-type pool struct{ base, seq, end int64 }
+// after base and the log's places [seq, end), in the draw's order; those
+// before fence are written.
+type pool struct{ base, seq, end, fence int64 }
 
 // Open gives the pre-queue its positions, in the order draw gives, in
 // steps as the production queue state does, so that the opening's burst
@@ -555,7 +556,7 @@ type pool struct{ base, seq, end int64 }
 // A draw cut short (a crash, an error) leaves the event opened with its
 // pool reserved; the next Open draws the same pool again (the draw is a
 // function of its requests: the event's seed) and gives the requests
-// still waiting the positions still free (drawPool).
+// still waiting the positions past its fence (drawPool).
 func (q *Queue) Open(ctx context.Context, eventID boxoffice.ID, draw func(ids []boxoffice.ID) []boxoffice.ID) ([]*boxoffice.QueuedRequest, error) {
 	p, err := q.closePreQueue(ctx, eventID)
 	if err != nil {
@@ -594,17 +595,17 @@ func (q *Queue) closePreQueue(ctx context.Context, eventID boxoffice.ID) (*pool,
 			return err
 		}
 		var (
-			opened         bool
-			admitted       int64
-			base, seq, end sql.NullInt64
+			opened                bool
+			admitted              int64
+			base, seq, end, fence sql.NullInt64
 		)
-		if err := tx.QueryRowContext(ctx, `SELECT opened, admitted, draw_base, draw_seq, draw_end FROM queue_events WHERE event_id = ?`,
-			eventID).Scan(&opened, &admitted, &base, &seq, &end); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT opened, admitted, draw_base, draw_seq, draw_end, draw_fence FROM queue_events WHERE event_id = ?`,
+			eventID).Scan(&opened, &admitted, &base, &seq, &end, &fence); err != nil {
 			return err
 		}
 		if opened {
 			if seq.Valid { // a draw cut short
-				p = &pool{base.Int64, seq.Int64, end.Int64}
+				p = &pool{base.Int64, seq.Int64, end.Int64, fence.Int64}
 			}
 			return nil
 		}
@@ -621,7 +622,7 @@ func (q *Queue) closePreQueue(ctx context.Context, eventID boxoffice.ID) (*pool,
 		if err != nil {
 			return err
 		}
-		p = &pool{admitted, first, first + n}
+		p = &pool{admitted, first, first + n, first}
 		_, err = tx.ExecContext(ctx, `UPDATE queue_events SET opened = 1, waiting = 0, admitted = ?2,
 			draw_base = ?3, draw_seq = ?4, draw_end = ?5, draw_fence = ?4 WHERE event_id = ?1`, eventID, admitted+n, p.base, p.seq, p.end)
 		return err
@@ -657,52 +658,45 @@ func (q *Queue) drawPool(ctx context.Context, eventID boxoffice.ID, p pool, draw
 	}
 	ids := make([]boxoffice.ID, len(pool))
 	waiting := make(map[boxoffice.ID]bool, len(pool))
-	taken := make(map[int64]bool)
 	for i, m := range pool {
 		ids[i] = boxoffice.ID(m.id)
-		if m.pos == 0 {
-			waiting[ids[i]] = true
-		} else {
-			taken[m.pos] = true
-		}
+		waiting[ids[i]] = m.pos == 0
 	}
 	if ids, err = boxoffice.ApplyDraw(draw, ids); err != nil {
 		return err
 	}
-	// The waiting requests, in drawn order, take the pool's positions
-	// still free, in order: all of them on a first draw, and on a draw cut
-	// short the ones after those it wrote, as the whole draw would have
-	// given them (the draw is a function of the pool). A pool that lost a
-	// decided request since (purged) still gets unique places.
-	var assign [][2]int64
-	next := p.base + 1
+	// The requests still waiting, in drawn order, take the positions
+	// whose places are past the fence, in order: all of the pool's on a
+	// first draw, and on a draw cut short those after the ones it wrote,
+	// as the whole draw would have given them (the draw is a function of
+	// the pool). Never a position before the fence, which the consumers
+	// may have read past: one a drawn request held before it was decided
+	// and purged stays a gap.
+	var run []boxoffice.ID
 	for _, id := range ids {
-		if !waiting[id] {
-			continue
+		if waiting[id] {
+			run = append(run, id)
 		}
-		for taken[next] {
-			next++
-		}
-		if next > p.base+n {
-			return boxoffice.Errorf(boxoffice.EINTERNAL, "the pre-queue of event %d froze with %d requests, more found waiting", eventID, n)
-		}
-		assign = append(assign, [2]int64{int64(id), next})
-		next++
+	}
+	from := p.base + 1 + (p.fence - p.seq) // the first position past the fence
+	if from+int64(len(run)) > p.base+n+1 {
+		return boxoffice.Errorf(boxoffice.EINTERNAL, "the pre-queue of event %d: %d requests waiting for %d positions", eventID, len(run), p.base+n+1-from)
 	}
 	size := q.drawChunk
 	if size <= 0 {
 		size = drawChunk
 	}
-	for i, chunk := 0, 0; i < len(assign); i, chunk = i+size, chunk+1 {
-		part := assign[i:min(i+size, len(assign))]
+	for i, chunk := 0, 0; i < len(run); i, chunk = i+size, chunk+1 {
+		part := run[i:min(i+size, len(run))]
+		pos := from + int64(i)
+		place := p.seq + (pos - p.base - 1)
 		err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-			if _, err := tx.ExecContext(ctx, drawChunkSQL, p.seq-p.base-1, mustJSON(part)); err != nil {
+			if _, err := tx.ExecContext(ctx, drawChunkSQL, pos, place, jsonIDs(part)); err != nil {
 				return err
 			}
-			// Every place up to the chunk's last is written now: the
-			// consumers may go on into it (woken below).
+			// The consumers may go on into the chunk (woken below).
 			_, err := tx.ExecContext(ctx, `UPDATE queue_events SET draw_fence = max(draw_fence, ?) WHERE event_id = ?`,
-				p.seq+part[len(part)-1][1]-p.base, eventID)
+				place+int64(len(part)), eventID)
 			return err
 		})
 		if err == nil {
