@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/queuetest"
+	"github.com/boxoffice/boxoffice/sqlite"
 )
 
 // A draw writes its positions a chunk at a time, in the log's order, and
@@ -60,12 +61,6 @@ func TestADrawCutShortIsFinishedBehindItsFence(t *testing.T) {
 	// The draw: the requests by id, backwards.
 	slices.Sort(pool)
 	slices.Reverse(pool)
-	reverse := func(ids []boxoffice.ID) []boxoffice.ID {
-		out := slices.Clone(ids)
-		slices.Sort(out)
-		slices.Reverse(out)
-		return out
-	}
 
 	crash := errors.New("crash")
 	q.SetDrawChunk(7, func(chunk int) error {
@@ -80,7 +75,7 @@ func TestADrawCutShortIsFinishedBehindItsFence(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := q.Open(ctx, ev, reverse); !errors.Is(err, crash) {
+	if _, err := q.Open(ctx, ev, reverseDraw); !errors.Is(err, crash) {
 		t.Fatalf("Open cut short: %v", err)
 	}
 	// Admissions after the cut: queued behind the pool, which keeps its
@@ -105,7 +100,7 @@ func TestADrawCutShortIsFinishedBehindItsFence(t *testing.T) {
 	}
 
 	q.SetDrawChunk(7, nil)
-	drawn, err := q.Open(ctx, ev, reverse)
+	drawn, err := q.Open(ctx, ev, reverseDraw)
 	if err != nil {
 		t.Fatalf("Open again: %v", err)
 	}
@@ -121,7 +116,7 @@ func TestADrawCutShortIsFinishedBehindItsFence(t *testing.T) {
 		t.Fatalf("progress after the draw: %+v, %v", p, err)
 	}
 	// Opening again draws nothing more and changes nothing.
-	if again, err := q.Open(ctx, ev, reverse); err != nil || !slices.Equal(ids(again), pool) {
+	if again, err := q.Open(ctx, ev, reverseDraw); err != nil || !slices.Equal(ids(again), pool) {
 		t.Fatalf("a third Open: %v, %v", ids(again), err)
 	}
 	got, _, err = q.Next(ctx, 0, 1000)
@@ -142,13 +137,7 @@ func TestADrawInManyChunks(t *testing.T) {
 	q := s.Queue()
 	q.SetDrawChunk(3, nil)
 	ev := queuetest.QueuedEvent(t, s)
-	as := make([]boxoffice.Admission, 50)
-	for i := range as {
-		as[i] = boxoffice.Admission{Request: queuetest.Request(ev, "u"+strconv.Itoa(i)), MaxLive: 1, PreQueue: true}
-	}
-	if _, err := q.AdmitMany(ctx, as); err != nil {
-		t.Fatal(err)
-	}
+	as := preQueue(t, q, ev, 50)
 	rotate := func(ids []boxoffice.ID) []boxoffice.ID { return append(slices.Clone(ids[17:]), ids[:17]...) }
 	drawn, err := q.Open(ctx, ev, rotate)
 	if err != nil {
@@ -158,7 +147,7 @@ func TestADrawInManyChunks(t *testing.T) {
 		t.Fatalf("drawn %d of 50", len(drawn))
 	}
 	for i, r := range drawn {
-		if want := as[(i+17)%50].Request.ID; r.ID != want || r.Position != int64(i+1) {
+		if want := as[(i+17)%50]; r.ID != want || r.Position != int64(i+1) {
 			t.Fatalf("position %d: request %d, want %d", r.Position, r.ID, want)
 		}
 	}
@@ -183,13 +172,7 @@ func TestADrawCutShortIsDueUntilFinished(t *testing.T) {
 	if err := s.CreateEvent(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	as := make([]boxoffice.Admission, 10)
-	for i := range as {
-		as[i] = boxoffice.Admission{Request: queuetest.Request(e.ID, "u"+strconv.Itoa(i)), MaxLive: 1, PreQueue: true}
-	}
-	if _, err := q.AdmitMany(ctx, as); err != nil {
-		t.Fatal(err)
-	}
+	preQueue(t, q, e.ID, 10)
 	started := now.Add(2 * time.Hour)
 	due := func() []boxoffice.ID {
 		t.Helper()
@@ -204,15 +187,14 @@ func TestADrawCutShortIsDueUntilFinished(t *testing.T) {
 	}
 	crash := errors.New("crash")
 	q.SetDrawChunk(3, func(int) error { return crash })
-	same := func(ids []boxoffice.ID) []boxoffice.ID { return ids }
-	if _, err := q.Open(ctx, e.ID, same); !errors.Is(err, crash) {
+	if _, err := q.Open(ctx, e.ID, sameDraw); !errors.Is(err, crash) {
 		t.Fatalf("Open cut short: %v", err)
 	}
 	if ids := due(); !slices.Equal(ids, []boxoffice.ID{e.ID}) {
 		t.Fatalf("due after the show started, the draw cut short: %v", ids)
 	}
 	q.SetDrawChunk(3, nil)
-	if drawn, err := q.Open(ctx, e.ID, same); err != nil || len(drawn) != 10 {
+	if drawn, err := q.Open(ctx, e.ID, sameDraw); err != nil || len(drawn) != 10 {
 		t.Fatalf("Open again: %d drawn, %v", len(drawn), err)
 	}
 	if ids := due(); len(ids) != 0 {
@@ -229,26 +211,14 @@ func TestADrawCutShortAndDrawnOtherwiseGivesEachPlaceOnce(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "boxoffice.db"))
 	q := s.Queue()
 	ev := queuetest.QueuedEvent(t, s)
-	as := make([]boxoffice.Admission, 20)
-	for i := range as {
-		as[i] = boxoffice.Admission{Request: queuetest.Request(ev, "u"+strconv.Itoa(i)), MaxLive: 1, PreQueue: true}
-	}
-	if _, err := q.AdmitMany(ctx, as); err != nil {
-		t.Fatal(err)
-	}
-	reverse := func(ids []boxoffice.ID) []boxoffice.ID {
-		out := slices.Clone(ids)
-		slices.Reverse(out)
-		return out
-	}
+	as := preQueue(t, q, ev, 20)
 	crash := errors.New("crash")
 	q.SetDrawChunk(6, func(int) error { return crash })
-	if _, err := q.Open(ctx, ev, reverse); !errors.Is(err, crash) {
+	if _, err := q.Open(ctx, ev, reverseDraw); !errors.Is(err, crash) {
 		t.Fatalf("Open cut short: %v", err)
 	}
 	q.SetDrawChunk(6, nil)
-	same := func(ids []boxoffice.ID) []boxoffice.ID { return ids }
-	drawn, err := q.Open(ctx, ev, same)
+	drawn, err := q.Open(ctx, ev, sameDraw)
 	if err != nil {
 		t.Fatalf("Open again in another order: %v", err)
 	}
@@ -263,12 +233,12 @@ func TestADrawCutShortAndDrawnOtherwiseGivesEachPlaceOnce(t *testing.T) {
 	var first, rest []boxoffice.ID
 	for i := len(as) - 1; i >= 0; i-- {
 		if len(first) < 6 {
-			first = append(first, as[i].Request.ID)
+			first = append(first, as[i])
 		}
 	}
 	for _, a := range as {
-		if !slices.Contains(first, a.Request.ID) {
-			rest = append(rest, a.Request.ID)
+		if !slices.Contains(first, a) {
+			rest = append(rest, a)
 		}
 	}
 	if want := slices.Concat(first, rest); !slices.Equal(got, want) {
@@ -292,24 +262,17 @@ func TestADrawCutShortThatLostARequestStillEnds(t *testing.T) {
 	s := open(t, path)
 	q := s.Queue()
 	ev := queuetest.QueuedEvent(t, s)
-	as := make([]boxoffice.Admission, 20)
-	for i := range as {
-		as[i] = boxoffice.Admission{Request: queuetest.Request(ev, "u"+strconv.Itoa(i)), MaxLive: 1, PreQueue: true}
-	}
-	if _, err := q.AdmitMany(ctx, as); err != nil {
-		t.Fatal(err)
-	}
-	same := func(ids []boxoffice.ID) []boxoffice.ID { return ids }
+	as := preQueue(t, q, ev, 20)
 	crash := errors.New("crash")
 	q.SetDrawChunk(6, func(int) error { return crash })
-	if _, err := q.Open(ctx, ev, same); !errors.Is(err, crash) {
+	if _, err := q.Open(ctx, ev, sameDraw); !errors.Is(err, crash) {
 		t.Fatalf("Open cut short: %v", err)
 	}
 	if _, err := rawDB(t, path).ExecContext(ctx, `DELETE FROM queue_requests WHERE event_id = ? AND position = 3`, ev); err != nil {
 		t.Fatal(err)
 	}
 	q.SetDrawChunk(6, nil)
-	drawn, err := q.Open(ctx, ev, same)
+	drawn, err := q.Open(ctx, ev, sameDraw)
 	if err != nil {
 		t.Fatalf("Open again: %v", err)
 	}
@@ -321,8 +284,8 @@ func TestADrawCutShortThatLostARequestStillEnds(t *testing.T) {
 	if !slices.Equal(positions, want) {
 		t.Fatalf("positions %v, want %v", positions, want)
 	}
-	if drawn[5].ID != as[6].Request.ID {
-		t.Fatalf("position 7 went to %d, want %d", drawn[5].ID, as[6].Request.ID)
+	if drawn[5].ID != as[6] {
+		t.Fatalf("position 7 went to %d, want %d", drawn[5].ID, as[6])
 	}
 	if p, err := q.Progress(ctx, ev); err != nil || !p.Released {
 		t.Fatalf("progress: %+v, %v", p, err)
@@ -331,4 +294,32 @@ func TestADrawCutShortThatLostARequestStillEnds(t *testing.T) {
 	if err != nil || len(log) != 19 {
 		t.Fatalf("the log: %d requests, %v", len(log), err)
 	}
+}
+
+// preQueue admits n fresh users' requests to ev's pre-queue and returns
+// their ids, in the order admitted (and so of ids).
+func preQueue(t *testing.T, q *sqlite.Queue, ev boxoffice.ID, n int) []boxoffice.ID {
+	t.Helper()
+	as := make([]boxoffice.Admission, n)
+	for i := range as {
+		as[i] = boxoffice.Admission{Request: queuetest.Request(ev, "u"+strconv.Itoa(i)), MaxLive: 1, PreQueue: true}
+	}
+	if _, err := q.AdmitMany(t.Context(), as); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]boxoffice.ID, n)
+	for i, a := range as {
+		ids[i] = a.Request.ID
+	}
+	return ids
+}
+
+// sameDraw keeps the pool's order (by id); reverseDraw reverses it.
+func sameDraw(ids []boxoffice.ID) []boxoffice.ID { return ids }
+
+func reverseDraw(ids []boxoffice.ID) []boxoffice.ID {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	slices.Reverse(out)
+	return out
 }
