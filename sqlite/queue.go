@@ -688,10 +688,9 @@ func (q *Queue) drawPool(ctx context.Context, eventID boxoffice.ID, p pool, draw
 	}
 	for i, chunk := 0, 0; i < len(run); i, chunk = i+size, chunk+1 {
 		part := run[i:min(i+size, len(run))]
-		pos := from + int64(i)
-		place := p.seq + (pos - p.base - 1)
+		place := p.fence + int64(i) // the place of position from + i
 		err := q.s.writeTx(ctx, func(ctx context.Context, tx *txn) error {
-			if _, err := tx.ExecContext(ctx, drawChunkSQL, pos, place, jsonIDs(part)); err != nil {
+			if _, err := tx.ExecContext(ctx, drawChunkSQL, from+int64(i), place, jsonIDs(part)); err != nil {
 				return err
 			}
 			// The consumers may go on into the chunk (woken below).
