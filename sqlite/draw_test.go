@@ -135,7 +135,6 @@ func TestADrawInManyChunks(t *testing.T) {
 	ctx := t.Context()
 	s := open(t, filepath.Join(t.TempDir(), "boxoffice.db"))
 	q := s.Queue()
-	q.SetDrawChunk(3, nil)
 	ev := queuetest.QueuedEvent(t, s)
 	as := preQueue(t, q, ev, 50)
 	rotate := func(ids []boxoffice.ID) []boxoffice.ID { return append(slices.Clone(ids[17:]), ids[:17]...) }
@@ -185,15 +184,10 @@ func TestADrawCutShortIsDueUntilFinished(t *testing.T) {
 	if ids := due(); len(ids) != 0 {
 		t.Fatalf("due after the show started, before the opening: %v", ids)
 	}
-	crash := errors.New("crash")
-	q.SetDrawChunk(3, func(int) error { return crash })
-	if _, err := q.Open(ctx, e.ID, sameDraw); !errors.Is(err, crash) {
-		t.Fatalf("Open cut short: %v", err)
-	}
+	openCutShort(t, q, e.ID, 3, sameDraw)
 	if ids := due(); !slices.Equal(ids, []boxoffice.ID{e.ID}) {
 		t.Fatalf("due after the show started, the draw cut short: %v", ids)
 	}
-	q.SetDrawChunk(3, nil)
 	if drawn, err := q.Open(ctx, e.ID, sameDraw); err != nil || len(drawn) != 10 {
 		t.Fatalf("Open again: %d drawn, %v", len(drawn), err)
 	}
@@ -212,12 +206,7 @@ func TestADrawCutShortAndDrawnOtherwiseGivesEachPlaceOnce(t *testing.T) {
 	q := s.Queue()
 	ev := queuetest.QueuedEvent(t, s)
 	as := preQueue(t, q, ev, 20)
-	crash := errors.New("crash")
-	q.SetDrawChunk(6, func(int) error { return crash })
-	if _, err := q.Open(ctx, ev, reverseDraw); !errors.Is(err, crash) {
-		t.Fatalf("Open cut short: %v", err)
-	}
-	q.SetDrawChunk(6, nil)
+	openCutShort(t, q, ev, 6, reverseDraw)
 	drawn, err := q.Open(ctx, ev, sameDraw)
 	if err != nil {
 		t.Fatalf("Open again in another order: %v", err)
@@ -263,15 +252,10 @@ func TestADrawCutShortThatLostARequestStillEnds(t *testing.T) {
 	q := s.Queue()
 	ev := queuetest.QueuedEvent(t, s)
 	as := preQueue(t, q, ev, 20)
-	crash := errors.New("crash")
-	q.SetDrawChunk(6, func(int) error { return crash })
-	if _, err := q.Open(ctx, ev, sameDraw); !errors.Is(err, crash) {
-		t.Fatalf("Open cut short: %v", err)
-	}
+	openCutShort(t, q, ev, 6, sameDraw)
 	if _, err := rawDB(t, path).ExecContext(ctx, `DELETE FROM queue_requests WHERE event_id = ? AND position = 3`, ev); err != nil {
 		t.Fatal(err)
 	}
-	q.SetDrawChunk(6, nil)
 	drawn, err := q.Open(ctx, ev, sameDraw)
 	if err != nil {
 		t.Fatalf("Open again: %v", err)
@@ -312,6 +296,19 @@ func preQueue(t *testing.T, q *sqlite.Queue, ev boxoffice.ID, n int) []boxoffice
 		ids[i] = a.Request.ID
 	}
 	return ids
+}
+
+// openCutShort opens ev with draws of size requests a chunk and cuts the
+// draw short after its first chunk, as a crash would; q then draws in
+// chunks of size to the end.
+func openCutShort(t *testing.T, q *sqlite.Queue, ev boxoffice.ID, size int, draw func([]boxoffice.ID) []boxoffice.ID) {
+	t.Helper()
+	crash := errors.New("crash")
+	q.SetDrawChunk(size, func(int) error { return crash })
+	if _, err := q.Open(t.Context(), ev, draw); !errors.Is(err, crash) {
+		t.Fatalf("Open cut short: %v", err)
+	}
+	q.SetDrawChunk(size, nil)
 }
 
 // sameDraw keeps the pool's order (by id); reverseDraw reverses it.
